@@ -1,0 +1,190 @@
+"""Read and write JSON the way RocketMQ's fastjson 1.2.83 does for its config files.
+
+fastjson writes integer map keys unquoted (``{0:37960}``), which strict JSON parsers refuse,
+sorts keys alphabetically and pretty-prints with tabs.  :func:`loads` accepts that dialect
+(and strict JSON); :func:`dumps` produces it, so files we write are byte-compatible with
+the ones Apache RocketMQ writes and reads.
+
+This is a small hand-written scanner because no maintained library parses the dialect;
+it is property-tested against ``json`` on strict input (tests/unit/test_fastjson.py).
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+__all__ = ["FastJsonError", "loads", "dumps"]
+
+MAX_DEPTH = 64
+
+
+class FastJsonError(ValueError):
+    """The text is not JSON in fastjson's dialect; the message names the position."""
+
+
+_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
+_BARE_KEY = re.compile(r"-?\d+")
+_WS = " \t\r\n"
+
+
+class _Scanner:
+    def __init__(self, text: str):
+        self.text = text
+        self.pos = 0
+
+    def fail(self, what: str) -> FastJsonError:
+        line = self.text.count("\n", 0, self.pos) + 1
+        col = self.pos - (self.text.rfind("\n", 0, self.pos) + 1) + 1
+        return FastJsonError(f"{what} at line {line} column {col}")
+
+    def skip_ws(self) -> None:
+        text, pos = self.text, self.pos
+        while pos < len(text) and text[pos] in _WS:
+            pos += 1
+        self.pos = pos
+
+    def peek(self) -> str:
+        self.skip_ws()
+        return self.text[self.pos] if self.pos < len(self.text) else ""
+
+    def expect(self, char: str) -> None:
+        if self.peek() != char:
+            found = self.text[self.pos] if self.pos < len(self.text) else "end of input"
+            raise self.fail(f"expected {char!r}, found {found!r}")
+        self.pos += 1
+
+    def value(self, depth: int) -> Any:
+        if depth > MAX_DEPTH:
+            raise self.fail("nesting too deep")
+        char = self.peek()
+        if char == "{":
+            return self.object(depth + 1)
+        if char == "[":
+            return self.array(depth + 1)
+        if char == '"':
+            return self.string()
+        for word, result in (("true", True), ("false", False), ("null", None)):
+            if self.text.startswith(word, self.pos):
+                self.pos += len(word)
+                return result
+        match = _NUMBER.match(self.text, self.pos)
+        if not match:
+            raise self.fail("expected a value" if char else "unexpected end of input")
+        self.pos = match.end()
+        token = match.group()
+        return int(token) if re.fullmatch(r"-?\d+", token) else float(token)
+
+    def string(self) -> str:
+        start = self.pos
+        decoder = json.JSONDecoder()
+        try:
+            result, end = decoder.raw_decode(self.text, start)
+        except json.JSONDecodeError as exc:
+            raise self.fail(f"bad string ({exc.msg})") from None
+        if not isinstance(result, str):
+            raise self.fail("expected a string")
+        self.pos = end
+        return result
+
+    def key(self) -> str:
+        if self.peek() == '"':
+            return self.string()
+        match = _BARE_KEY.match(self.text, self.pos)
+        if not match:
+            raise self.fail("expected an object key")
+        self.pos = match.end()
+        return match.group()
+
+    def object(self, depth: int) -> dict[str, Any]:
+        self.expect("{")
+        result: dict[str, Any] = {}
+        if self.peek() == "}":
+            self.pos += 1
+            return result
+        while True:
+            key = self.key()
+            self.expect(":")
+            result[key] = self.value(depth)
+            if self.peek() == ",":
+                self.pos += 1
+                continue
+            self.expect("}")
+            return result
+
+    def array(self, depth: int) -> list[Any]:
+        self.expect("[")
+        result: list[Any] = []
+        if self.peek() == "]":
+            self.pos += 1
+            return result
+        while True:
+            result.append(self.value(depth))
+            if self.peek() == ",":
+                self.pos += 1
+                continue
+            self.expect("]")
+            return result
+
+
+def loads(text: str | bytes) -> Any:
+    """Parse fastjson-dialect JSON.  Integer keys come back as strings, as ``json`` does."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise FastJsonError(f"not UTF-8 (byte {exc.start})") from None
+    scanner = _Scanner(text)
+    result = scanner.value(0)
+    if scanner.peek():
+        raise scanner.fail("trailing data")
+    return result
+
+
+def _dump(value: Any, indent: int, out: list[str]) -> None:
+    pad = "\t" * (indent + 1)
+    if isinstance(value, dict):
+        if not value:
+            out.append("{}")
+            return
+        out.append("{\n")
+        items = sorted(value.items(), key=lambda item: _sort_key(item[0]))
+        for index, (key, item) in enumerate(items):
+            out.append(pad)
+            out.append(_key(key))
+            out.append(":")
+            _dump(item, indent + 1, out)
+            out.append(",\n" if index < len(items) - 1 else "\n")
+        out.append("\t" * indent + "}")
+    elif isinstance(value, (list, tuple)):
+        if not value:
+            out.append("[]")
+            return
+        out.append("[\n")
+        for index, item in enumerate(value):
+            out.append(pad)
+            _dump(item, indent + 1, out)
+            out.append(",\n" if index < len(value) - 1 else "\n")
+        out.append("\t" * indent + "]")
+    else:
+        out.append(json.dumps(value, ensure_ascii=False))
+
+
+def _sort_key(key: Any) -> tuple[int, Any]:
+    # fastjson sorts an integer-keyed map by number, a string-keyed one alphabetically
+    if isinstance(key, int) and not isinstance(key, bool):
+        return (0, key)
+    return (1, str(key))
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, int) and not isinstance(key, bool):
+        return str(key)
+    return json.dumps(str(key), ensure_ascii=False)
+
+
+def dumps(value: Any) -> str:
+    """fastjson's pretty print: tabs, sorted keys, integer keys unquoted (pass them as int)."""
+    out: list[str] = []
+    _dump(value, 0, out)
+    return "".join(out)

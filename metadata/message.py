@@ -1,0 +1,128 @@
+"""Messages as the broker and the store see them.
+
+A :class:`MessageDraft` is what the broker asks the store to append; the store returns a
+:class:`StoredMessage`, the same content plus its place (commit-log offset, queue offset,
+store time, size on disk).  Both are frozen.
+
+System properties use RocketMQ's reserved key names (:class:`Prop`) so that a record's
+meaning is the same as upstream's; user properties live in their own map so a user key can
+never shadow a system one.
+"""
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from enum import Enum
+from types import MappingProxyType
+from typing import Mapping
+
+
+class MessageType(str, Enum):
+    NORMAL = "NORMAL"
+    FIFO = "FIFO"
+    DELAY = "DELAY"
+    TRANSACTION = "TRANSACTION"
+
+
+class Prop:
+    """Reserved system property keys (RocketMQ's names)."""
+
+    TAG = "TAGS"
+    KEYS = "KEYS"  # space separated, as upstream
+    MESSAGE_ID = "UNIQ_KEY"
+    MESSAGE_TYPE = "MSG_TYPE"
+    MESSAGE_GROUP = "__SHARDINGKEY"
+    DELIVERY_TIME_MS = "__STARTDELIVERTIME"
+    RECONSUME_TIMES = "RECONSUME_TIME"
+    REAL_TOPIC = "REAL_TOPIC"
+    REAL_QUEUE_ID = "REAL_QID"
+    TRANSACTION_ID = "__transactionId__"
+    TRANSACTION_PREPARED = "TRAN_MSG"
+    TRANSACTION_CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
+    ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
+    RETRY_TOPIC = "RETRY_TOPIC"
+    DLQ_ORIGIN_TOPIC = "DLQ_ORIGIN_TOPIC"
+    DLQ_ORIGIN_MESSAGE_ID = "DLQ_ORIGIN_MESSAGE_ID"
+    PRODUCER_GROUP = "PGROUP"
+    TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS"
+
+
+def _frozen(mapping: Mapping[str, str]) -> Mapping[str, str]:
+    return mapping if isinstance(mapping, MappingProxyType) else MappingProxyType(dict(mapping))
+
+
+def tag_hash(tag: str | None) -> int:
+    """The 64-bit tag code kept in consume-queue entries (0 for no tag)."""
+    if not tag:
+        return 0
+    return zlib.crc32(tag.encode("utf-8"))
+
+
+@dataclass(frozen=True)
+class MessageDraft:
+    topic: str
+    queue_id: int
+    body: bytes
+    born_timestamp_ms: int
+    born_host: str = ""
+    properties: Mapping[str, str] = field(default_factory=dict)
+    user_properties: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "properties", _frozen(self.properties))
+        object.__setattr__(self, "user_properties", _frozen(self.user_properties))
+
+    @property
+    def tag(self) -> str | None:
+        return self.properties.get(Prop.TAG)
+
+    @property
+    def message_id(self) -> str:
+        return self.properties.get(Prop.MESSAGE_ID, "")
+
+    def with_changes(self, **changes) -> "MessageDraft":
+        values = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        values.update(changes)
+        return MessageDraft(**values)
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    draft: MessageDraft
+    commit_offset: int  # physical offset of the record in the commit log
+    size: int  # bytes of the record on disk
+    queue_offset: int  # logical offset in (topic, queue_id)
+    store_timestamp_ms: int
+
+    # convenience accessors used everywhere
+    @property
+    def topic(self) -> str:
+        return self.draft.topic
+
+    @property
+    def queue_id(self) -> int:
+        return self.draft.queue_id
+
+    @property
+    def body(self) -> bytes:
+        return self.draft.body
+
+    @property
+    def properties(self) -> Mapping[str, str]:
+        return self.draft.properties
+
+    @property
+    def user_properties(self) -> Mapping[str, str]:
+        return self.draft.user_properties
+
+    @property
+    def tag(self) -> str | None:
+        return self.draft.tag
+
+    @property
+    def message_id(self) -> str:
+        return self.draft.message_id
+
+    @property
+    def next_commit_offset(self) -> int:
+        return self.commit_offset + self.size

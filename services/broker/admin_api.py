@@ -1,0 +1,65 @@
+"""What the admin service (``services/admin/``) needs from one broker.
+
+Implemented by the broker (``services/broker/broker.py``); the admin gRPC service converts
+requests into these calls and results into responses.  Mutations are async because they
+persist (atomic write + fsync) before returning.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Protocol
+
+from metadata.consumer_offsets import ConsumerOffsetTable
+from metadata.subscription_group import SubscriptionGroupConfig, SubscriptionGroupTable
+from metadata.topic_config import TopicConfig, TopicTable
+
+
+@dataclass(frozen=True)
+class QueueStatus:
+    queue_id: int
+    min_offset: int
+    max_offset: int  # next offset to be written
+    last_update_ms: int  # store time of the newest message, 0 when empty
+
+
+@dataclass(frozen=True)
+class QueueProgress:
+    topic: str
+    queue_id: int
+    broker_offset: int  # max offset of the queue
+    consumer_offset: int  # committed consumer offset (everything before it is acked)
+    inflight: int  # messages delivered and not yet acked
+
+    @property
+    def lag(self) -> int:
+        return max(0, self.broker_offset - self.consumer_offset)
+
+
+class BrokerAdminApi(Protocol):
+    name: str
+    broker_id: int
+    cluster: str
+
+    @property
+    def role(self) -> str:  # "MASTER" | "SLAVE"
+        ...
+
+    def topic_table(self) -> TopicTable: ...
+
+    async def upsert_topic(self, config: TopicConfig) -> None: ...
+
+    async def delete_topic(self, topic: str) -> None: ...
+
+    def group_table(self) -> SubscriptionGroupTable: ...
+
+    async def upsert_group(self, config: SubscriptionGroupConfig) -> None: ...
+
+    async def delete_group(self, group: str) -> None: ...
+
+    def topic_status(self, topic: str) -> list[QueueStatus]: ...
+
+    def consumer_progress(self, group: str, topic: str | None = None) -> list[QueueProgress]: ...
+
+    def consumer_offset_table(self) -> ConsumerOffsetTable: ...
+
+    def status(self) -> Mapping[str, object]: ...

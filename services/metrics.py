@@ -1,0 +1,22 @@
+"""Prometheus metrics of one process, in one registry.
+
+Every metric carries ``broker`` (the broker name) where it is about one broker.  The
+container serves :data:`REGISTRY` on its ``/metrics`` endpoint.  Gauges that are cheap to
+compute on demand (store size, consumer lag) are refreshed by a collector callback the
+container registers, not by the hot path.
+"""
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+
+_LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+MESSAGES_SENT = Counter("relaymq_messages_sent", "Messages accepted by SendMessage", ["broker", "topic"], registry=REGISTRY)
+MESSAGES_RECEIVED = Counter("relaymq_messages_received", "Messages delivered by ReceiveMessage", ["broker", "topic"], registry=REGISTRY)
+MESSAGES_ACKED = Counter("relaymq_messages_acked", "Messages acknowledged", ["broker", "topic"], registry=REGISTRY)
+RPC_LATENCY = Histogram("relaymq_rpc_latency_seconds", "Client RPC latency by method", ["method"], buckets=_LATENCY_BUCKETS, registry=REGISTRY)
+RPC_ERRORS = Counter("relaymq_rpc_errors", "Client RPCs answered with a non-OK status", ["method", "code"], registry=REGISTRY)
+STORE_SIZE = Gauge("relaymq_store_size_bytes", "Bytes on disk of a broker's store", ["broker"], registry=REGISTRY)
+CONSUMER_LAG = Gauge("relaymq_consumer_lag_messages", "Messages not yet acked by a group", ["broker", "group", "topic"], registry=REGISTRY)

@@ -1,0 +1,117 @@
+"""The BrokerContainer's configuration: one file, several brokers.
+
+A container file holds container keys at the top level and its brokers either inline, as
+``[[broker]]`` tables (TOML), or in separate files named by ``brokerConfigPaths``
+(``:``-separated, RocketMQ's ``-b`` convention; relative paths are relative to the
+container file).  Each broker's keys bind to two frozen configs: the broker's
+(``services.broker.config.BrokerConfig``) and its store's (``store.config.StoreConfig``).
+
+Rules:
+- Every key is validated once here; components trust what they are given.
+- An unknown key is an error naming file and key, except RocketMQ keys RelayMQ knowingly
+  ignores (:data:`IGNORED_ROCKETMQ_KEYS`), which are logged, so that users can bring their
+  RocketMQ files.
+- Two brokers of one container may not share an identity or a store directory (reference
+  1.1, 1.4); replica counts must satisfy total >= inSync >= minInSync (reference 1.2).
+- Without ``storePathRootDir`` in a broker, its store lives in
+  ``{container storePathRootDir}/{brokerName}-{brokerId}``.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from container.config_loader import load_config_file
+from metadata.config import ConfigError, bind, config_field, unknown_keys
+
+log = logging.getLogger(__name__)
+
+IGNORED_ROCKETMQ_KEYS = frozenset({
+    "rocketmqHome", "deleteWhen", "brokerIP1", "brokerIP2", "namesrvAddr", "storePathCommitLog",
+    "storePathConsumeQueue", "storePathIndex", "storeCheckpoint", "abortFile", "haListenPort",
+    "sendMessageThreadPoolNums", "pullMessageThreadPoolNums", "useReentrantLockWhenPutMessage",
+    "waitTimeMillsInSendQueue", "fetchNamesrvAddrByAddressServer", "aclEnable", "traceTopicEnable",
+    "autoCreateSubscriptionGroup", "messageDelayLevel", "clusterTopicEnable", "brokerTopicEnable",
+})
+
+
+@dataclass(frozen=True)
+class ContainerConfig:
+    broker_container_ip: str = config_field("brokerContainerIP", "127.0.0.1", doc="host advertised to clients and the nameserver")
+    grpc_server_port: int = config_field("grpcServerPort", 8081, minimum=0, maximum=65535, doc="client gRPC endpoint (RocketMQ 5 protocol)")
+    grpc_bind_address: str = config_field("grpcBindAddress", "", doc="address the client endpoint binds; empty: brokerContainerIP")
+    listen_port: int = config_field("listenPort", 10911, minimum=0, maximum=65535, doc="internal admin endpoint")
+    admin_bind_address: str = config_field("adminBindAddress", "127.0.0.1", doc="admin and internal RPCs stay on loopback unless set")
+    namesrv_addr: str = config_field("namesrvAddr", "127.0.0.1:9876", doc="nameservers, ';'-separated host:port")
+    start_embedded_namesrv: bool = config_field("startEmbeddedNamesrv", True, doc="run a nameserver inside this process")
+    namesrv_listen_port: int = config_field("namesrvListenPort", 9876, minimum=0, maximum=65535, doc="port of the embedded nameserver")
+    enable_controller_in_namesrv: bool = config_field("enableControllerInNamesrv", False, doc="run the controller inside the embedded nameserver")
+    store_path_root_dir: Path = config_field("storePathRootDir", Path("./relaymq-data"), doc="data root; each broker gets a subfolder")
+    broker_config_paths: str = config_field("brokerConfigPaths", "", doc="':'-separated broker files, besides inline [[broker]] tables")
+    metrics_port: int = config_field("metricsPromExporterPort", 5557, minimum=0, maximum=65535, unit="", doc="Prometheus /metrics port; 0 disables")
+    metrics_host: str = config_field("metricsPromExporterHost", "127.0.0.1", doc="Prometheus /metrics bind address")
+    register_period_ms: int = config_field("registerNameServerPeriod", 30_000, minimum=10_000, maximum=60_000, unit="ms", doc="full re-registration with the nameserver")
+    heartbeat_interval_ms: int = config_field("brokerHeartbeatInterval", 1_000, minimum=100, maximum=60_000, unit="ms", doc="lightweight heartbeat to the nameserver")
+    broker_not_active_timeout_ms: int = config_field("brokerNotActiveTimeoutMillis", 10_000, minimum=1_000, maximum=600_000, unit="ms", doc="the nameserver drops a broker silent this long")
+    shutdown_timeout_ms: int = config_field("shutdownTimeoutMillis", 8_000, minimum=100, maximum=60_000, unit="ms", doc="graceful drain on SIGTERM before giving up")
+
+    @property
+    def client_bind_host(self) -> str:
+        return self.grpc_bind_address or self.broker_container_ip
+
+    @property
+    def namesrv_addresses(self) -> list[str]:
+        return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
+
+
+@dataclass(frozen=True)
+class BrokerEntry:
+    """One broker of the container: its raw keys and where they came from."""
+
+    values: Mapping[str, Any]
+    where: str
+
+
+def _container_keys(document: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in document.items() if k != "broker"}
+
+
+def _broker_entries(document: Mapping[str, Any], path: Path, override_paths: str | None) -> list[BrokerEntry]:
+    entries: list[BrokerEntry] = []
+    inline = document.get("broker", [])
+    if isinstance(inline, Mapping):
+        inline = [inline]
+    if not isinstance(inline, list) or not all(isinstance(b, Mapping) for b in inline):
+        raise ConfigError(str(path), "broker", "must be a list of [[broker]] tables")
+    for index, values in enumerate(inline):
+        entries.append(BrokerEntry(dict(values), f"{path} [[broker]] #{index + 1}"))
+    paths = override_paths if override_paths is not None else str(document.get("brokerConfigPaths", "") or "")
+    for raw in (p.strip() for p in paths.split(":") if p.strip()):
+        broker_path = Path(raw) if Path(raw).is_absolute() else path.parent / raw
+        entries.append(BrokerEntry(load_config_file(broker_path), str(broker_path)))
+    return entries
+
+
+def load_container_config(path: Path | str, broker_paths: str | None = None) -> tuple[ContainerConfig, list[BrokerEntry]]:
+    """Parse and validate the container file; brokers are bound later by :func:`bind_broker`."""
+    path = Path(path)
+    document = load_config_file(path)
+    keys = _container_keys(document)
+    for key in unknown_keys(keys, ContainerConfig):
+        if key in IGNORED_ROCKETMQ_KEYS:
+            log.warning("%s: %s is a RocketMQ key RelayMQ ignores", path, key)
+        else:
+            raise ConfigError(str(path), key, "unknown key")
+    config = bind(ContainerConfig, {k: v for k, v in keys.items() if k not in IGNORED_ROCKETMQ_KEYS}, str(path))
+    if not config.store_path_root_dir.is_absolute():
+        config = _with_root(config, path)
+    return config, _broker_entries(document, path, broker_paths)
+
+
+def _with_root(config: ContainerConfig, path: Path) -> ContainerConfig:
+    # relative data paths are relative to the working directory, as RocketMQ's are
+    from dataclasses import replace
+
+    return replace(config, store_path_root_dir=(Path.cwd() / config.store_path_root_dir).resolve())

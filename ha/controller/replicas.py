@@ -1,0 +1,192 @@
+"""The replicated tables (RocketMQ's ``ReplicasInfoManager`` state) and how events apply.
+
+Rules:
+- ``replica_info_table``: broker name -> ``BrokerReplicaInfo`` (ids, addresses, check
+  codes, the next id to assign).  Ids start at 1 and are never reused: ``next_assign_broker_id``
+  only grows, even when ids are cleaned.
+- ``sync_state_info_table``: broker name -> ``SyncStateInfo`` (master, SyncStateSet, and their
+  epochs).  Every master change, including "no master", bumps ``master_epoch``; every new
+  SyncStateSet bumps ``sync_state_set_epoch``.  Epochs never go back.
+- A broker set exists only when it is in both tables.  Cleaning some ids keeps the
+  SyncStateInfo while any replica remains (so its epochs survive); cleaning the master clears
+  it with an epoch bump, like any other master change.
+- ``apply`` is the only mutation.  Values are frozen and replaced, so ``copy()`` is a cheap
+  shallow copy that a leader can decide a batch of commands against.
+- ``snapshot``/``restore`` serialize both tables so the Raft log can be compacted.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Mapping
+
+import orjson
+
+from ha.controller.events import (AlterSyncStateSetEvent, ApplyBrokerIdEvent, CleanBrokerDataEvent,
+                                  ElectMasterEvent, Event, UpdateBrokerAddressEvent)
+
+SNAPSHOT_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class BrokerIdInfo:
+    address: str
+    register_check_code: str
+
+
+@dataclass(frozen=True)
+class BrokerReplicaInfo:
+    cluster_name: str
+    broker_name: str
+    next_assign_broker_id: int = 1
+    brokers: Mapping[int, BrokerIdInfo] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+
+    def address_of(self, broker_id: int | None) -> str:
+        info = self.brokers.get(broker_id) if broker_id is not None else None
+        return info.address if info else ""
+
+    def with_broker(self, broker_id: int, info: BrokerIdInfo) -> "BrokerReplicaInfo":
+        brokers = dict(self.brokers)
+        brokers[broker_id] = info
+        return dataclasses.replace(self, brokers=MappingProxyType(brokers),
+                                   next_assign_broker_id=max(self.next_assign_broker_id, broker_id + 1))
+
+
+@dataclass(frozen=True)
+class SyncStateInfo:
+    cluster_name: str
+    broker_name: str
+    master_epoch: int = 0
+    sync_state_set_epoch: int = 0
+    sync_state_set: frozenset[int] = frozenset()
+    master_broker_id: int | None = None
+
+    @property
+    def is_first_time_for_elect(self) -> bool:
+        return self.master_epoch == 0
+
+
+class ReplicasInfo:
+    """The two replicated tables; change them only through :meth:`apply`."""
+
+    def __init__(self) -> None:
+        self.replica_info_table: dict[str, BrokerReplicaInfo] = {}
+        self.sync_state_info_table: dict[str, SyncStateInfo] = {}
+
+    def copy(self) -> "ReplicasInfo":
+        other = ReplicasInfo()
+        other.replica_info_table = dict(self.replica_info_table)
+        other.sync_state_info_table = dict(self.sync_state_info_table)
+        return other
+
+    def exists(self, broker_name: str) -> bool:
+        return broker_name in self.replica_info_table and broker_name in self.sync_state_info_table
+
+    def broker_names(self) -> list[str]:
+        return sorted(name for name in self.replica_info_table if name in self.sync_state_info_table)
+
+    def apply(self, event: Event) -> None:
+        if isinstance(event, AlterSyncStateSetEvent):
+            self._apply_alter(event)
+        elif isinstance(event, ApplyBrokerIdEvent):
+            self._apply_broker_id(event)
+        elif isinstance(event, ElectMasterEvent):
+            self._apply_elect(event)
+        elif isinstance(event, CleanBrokerDataEvent):
+            self._apply_clean(event)
+        elif isinstance(event, UpdateBrokerAddressEvent):
+            self._apply_address(event)
+        else:
+            raise AssertionError(f"not a controller event: {event!r}")
+
+    def _apply_alter(self, event: AlterSyncStateSetEvent) -> None:
+        state = self.sync_state_info_table.get(event.broker_name)
+        if state is None:
+            return
+        self.sync_state_info_table[event.broker_name] = dataclasses.replace(
+            state, sync_state_set=event.new_sync_state_set, sync_state_set_epoch=state.sync_state_set_epoch + 1)
+
+    def _apply_broker_id(self, event: ApplyBrokerIdEvent) -> None:
+        name = event.broker_name
+        replicas = self.replica_info_table.get(name) or BrokerReplicaInfo(event.cluster_name, name)
+        if name not in self.sync_state_info_table:
+            self.sync_state_info_table[name] = SyncStateInfo(event.cluster_name, name)
+        if event.new_broker_id not in replicas.brokers:
+            replicas = replicas.with_broker(event.new_broker_id,
+                                            BrokerIdInfo(event.broker_address, event.register_check_code))
+        self.replica_info_table[name] = replicas
+
+    def _apply_elect(self, event: ElectMasterEvent) -> None:
+        state = self.sync_state_info_table.get(event.broker_name)
+        if state is None:
+            return
+        if event.new_master_elected and event.new_master_broker_id is not None:
+            state = dataclasses.replace(state, master_broker_id=event.new_master_broker_id,
+                                        master_epoch=state.master_epoch + 1,
+                                        sync_state_set=frozenset({event.new_master_broker_id}),
+                                        sync_state_set_epoch=state.sync_state_set_epoch + 1)
+        else:
+            state = dataclasses.replace(state, master_broker_id=None, master_epoch=state.master_epoch + 1)
+        self.sync_state_info_table[event.broker_name] = state
+
+    def _apply_clean(self, event: CleanBrokerDataEvent) -> None:
+        name = event.broker_name
+        if not event.broker_ids_to_clean:
+            self.replica_info_table.pop(name, None)
+            self.sync_state_info_table.pop(name, None)
+            return
+        replicas = self.replica_info_table.get(name)
+        if replicas is not None:
+            brokers = {i: b for i, b in replicas.brokers.items() if i not in event.broker_ids_to_clean}
+            if brokers:
+                self.replica_info_table[name] = dataclasses.replace(replicas, brokers=MappingProxyType(brokers))
+            else:
+                del self.replica_info_table[name]
+        state = self.sync_state_info_table.get(name)
+        if state is not None:
+            remaining = state.sync_state_set - event.broker_ids_to_clean
+            if remaining or name in self.replica_info_table:
+                if state.master_broker_id in event.broker_ids_to_clean:  # a cleaned master is no master
+                    state = dataclasses.replace(state, master_broker_id=None, master_epoch=state.master_epoch + 1)
+                self.sync_state_info_table[name] = dataclasses.replace(state, sync_state_set=remaining)
+            else:
+                del self.sync_state_info_table[name]
+
+    def _apply_address(self, event: UpdateBrokerAddressEvent) -> None:
+        replicas = self.replica_info_table.get(event.broker_name)
+        if replicas is None or event.broker_id not in replicas.brokers:
+            return
+        old = replicas.brokers[event.broker_id]
+        self.replica_info_table[event.broker_name] = replicas.with_broker(
+            event.broker_id, BrokerIdInfo(event.broker_address, old.register_check_code))
+
+    # -- snapshots -------------------------------------------------------------------------
+
+    def snapshot(self) -> bytes:
+        replicas = {name: {"clusterName": r.cluster_name, "nextAssignBrokerId": r.next_assign_broker_id,
+                           "brokers": {str(i): [b.address, b.register_check_code] for i, b in r.brokers.items()}}
+                    for name, r in self.replica_info_table.items()}
+        states = {name: {"clusterName": s.cluster_name, "masterEpoch": s.master_epoch,
+                         "syncStateSetEpoch": s.sync_state_set_epoch, "syncStateSet": sorted(s.sync_state_set),
+                         "masterBrokerId": s.master_broker_id}
+                  for name, s in self.sync_state_info_table.items()}
+        return orjson.dumps({"format": SNAPSHOT_FORMAT, "replicaInfoTable": replicas,
+                             "syncStateSetInfoTable": states}, option=orjson.OPT_SORT_KEYS)
+
+    @classmethod
+    def restore(cls, data: bytes) -> "ReplicasInfo":
+        state = cls()
+        if not data:
+            return state
+        body = orjson.loads(data)
+        assert body.get("format") == SNAPSHOT_FORMAT, f"unknown controller snapshot format {body.get('format')}"
+        for name, r in body["replicaInfoTable"].items():
+            brokers = {int(i): BrokerIdInfo(a, c) for i, (a, c) in r["brokers"].items()}
+            state.replica_info_table[name] = BrokerReplicaInfo(r["clusterName"], name, r["nextAssignBrokerId"],
+                                                               MappingProxyType(brokers))
+        for name, s in body["syncStateSetInfoTable"].items():
+            state.sync_state_info_table[name] = SyncStateInfo(s["clusterName"], name, s["masterEpoch"],
+                                                              s["syncStateSetEpoch"], frozenset(s["syncStateSet"]),
+                                                              s["masterBrokerId"])
+        return state

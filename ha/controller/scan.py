@@ -1,0 +1,34 @@
+"""Which broker sets the leader should re-elect for (the inactive-master scan, reference 4.5).
+
+Rules:
+- Only a settled leader scans: one heartbeat timeout after becoming leader, because
+  heartbeats are not replicated and a new leader has not yet heard from every broker.
+- A set needs an election when it has had a master (master epoch > 0) and either its
+  recorded master is not alive (elect a successor, or clear the dead master), or no master
+  is recorded and some replica is alive (someone may now be electable).  A set with no
+  master and nobody alive is left alone, so dead sets do not churn epochs.
+- The answer is a sorted list of controller-triggered ``ElectMaster`` requests; the driver
+  decides and proposes each like any other request.
+"""
+from __future__ import annotations
+
+from ha.controller.liveness import BrokerLiveness
+from ha.controller.replicas import ReplicasInfo
+from ha.controller.requests import ElectMaster
+
+
+def elections_needed(replicas: ReplicasInfo, liveness: BrokerLiveness, now_ms: int) -> list[ElectMaster]:
+    if not liveness.settled(now_ms):
+        return []
+    needed = []
+    for name in replicas.broker_names():
+        state = replicas.sync_state_info_table[name]
+        if state.is_first_time_for_elect:
+            continue
+        cluster = state.cluster_name
+        if liveness.is_alive(cluster, name, state.master_broker_id, now_ms):
+            continue
+        members = replicas.replica_info_table[name].brokers
+        if state.master_broker_id is not None or any(liveness.is_alive(cluster, name, i, now_ms) for i in members):
+            needed.append(ElectMaster(cluster, name))
+    return needed

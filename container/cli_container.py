@@ -1,5 +1,81 @@
-"""Placeholder: this family of subcommands is being written."""
+"""``relaymq container -c FILE``: run a BrokerContainer until SIGTERM or SIGINT.
+
+A bad file, key or value, or a busy port, is one line naming the file, the key and the
+reason, and exit code 2; nothing is started and no data is touched.  SIGTERM and SIGINT
+stop accepting, drain, flush and exit 0.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+
+from container.cli import CliError
+from metadata.config import ConfigError
+
+log = logging.getLogger("relaymq.container")
 
 
 def register(subparsers, admin_subparsers) -> None:
-    return None
+    parser = subparsers.add_parser("container", help="run a BrokerContainer from a config file")
+    parser.add_argument("-c", "--config", required=True, metavar="FILE", help="container config (.toml or .properties)")
+    parser.add_argument("-b", "--broker-config-paths", metavar="PATHS", help="':'-separated broker files (overrides brokerConfigPaths)")
+    parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    parser.set_defaults(handler=run_container_command)
+
+
+def configure_logging(level: str) -> None:
+    logging.basicConfig(level=getattr(logging, level), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def build_container(config_path: str, broker_paths: str | None):
+    from container.config import load_container_config
+    from container.hosted_broker import bind_broker
+    from container.runtime import BrokerContainer
+    from metadata.config import bind
+    from services.messaging.config import MessagingConfig
+    from services.nameserver.config import NamesrvConfig
+
+    config, entries, values = load_container_config(config_path, broker_paths, also=(MessagingConfig, NamesrvConfig))
+    if not entries:
+        raise ConfigError(config_path, None, "no brokers: add [[broker]] tables or brokerConfigPaths")
+    specs = [bind_broker(entry, config) for entry in entries]
+    messaging = bind(MessagingConfig, values, config_path)
+    return BrokerContainer(config, specs, messaging, config_path, nameserver_values=values)
+
+
+async def serve(container) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await container.start()
+    except BaseException:
+        await container.stop()
+        raise
+    print(f"relaymq: container ready, clients connect to {container.config.broker_container_ip}:{container.ports['client']}", flush=True)
+    await stop.wait()
+    log.info("stopping: draining and flushing")
+    await container.stop()
+
+
+def run_container_command(args) -> int:
+    configure_logging(args.log_level)
+    try:
+        container = build_container(args.config, args.broker_config_paths)
+        _run(serve(container))
+    except ConfigError as exc:
+        raise CliError(str(exc), 2) from None
+    return 0
+
+
+def _run(coroutine) -> None:
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency; keep working without it
+        asyncio.run(coroutine)
+        return
+    uvloop.run(coroutine)

@@ -19,7 +19,7 @@ Rules:
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -94,24 +94,24 @@ def _broker_entries(document: Mapping[str, Any], path: Path, override_paths: str
     return entries
 
 
-def load_container_config(path: Path | str, broker_paths: str | None = None) -> tuple[ContainerConfig, list[BrokerEntry]]:
-    """Parse and validate the container file; brokers are bound later by :func:`bind_broker`."""
+def load_container_config(path: Path | str, broker_paths: str | None = None,
+                          also: tuple[type, ...] = ()) -> tuple[ContainerConfig, list[BrokerEntry], dict[str, Any]]:
+    """Parse and validate the container file.
+
+    ``also`` are the other components whose keys may stand at the top level (the client
+    protocol's, the embedded nameserver's); their raw values are returned for them to bind.
+    Brokers are bound later by ``container.hosted_broker.bind_broker``.
+    """
     path = Path(path)
     document = load_config_file(path)
     keys = _container_keys(document)
-    for key in unknown_keys(keys, ContainerConfig):
+    for key in unknown_keys(keys, ContainerConfig, *also):
         if key in IGNORED_ROCKETMQ_KEYS:
             log.warning("%s: %s is a RocketMQ key RelayMQ ignores", path, key)
         else:
             raise ConfigError(str(path), key, "unknown key")
-    config = bind(ContainerConfig, {k: v for k, v in keys.items() if k not in IGNORED_ROCKETMQ_KEYS}, str(path))
+    values = {k: v for k, v in keys.items() if k not in IGNORED_ROCKETMQ_KEYS}
+    config = bind(ContainerConfig, values, str(path))
     if not config.store_path_root_dir.is_absolute():
-        config = _with_root(config, path)
-    return config, _broker_entries(document, path, broker_paths)
-
-
-def _with_root(config: ContainerConfig, path: Path) -> ContainerConfig:
-    # relative data paths are relative to the working directory, as RocketMQ's are
-    from dataclasses import replace
-
-    return replace(config, store_path_root_dir=(Path.cwd() / config.store_path_root_dir).resolve())
+        config = replace(config, store_path_root_dir=(Path.cwd() / config.store_path_root_dir).resolve())
+    return config, _broker_entries(document, path, broker_paths), values

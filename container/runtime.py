@@ -1,0 +1,162 @@
+"""The BrokerContainer: one process, several brokers, one client endpoint.
+
+Composition only.  Start order: check every port; start the embedded nameserver (if any);
+open every broker (store recovery, then the broker); mount the client protocol, the health
+service and the admin service; start serving; register with the nameserver; start the
+periodic registration and heartbeat.  Stop order is the reverse: stop accepting (grace
+period for in-flight calls), unregister, stop brokers (persist), flush and close stores,
+stop the nameserver.  Nothing in here decides anything about messages.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Mapping
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from prometheus_client import start_http_server
+
+from container.config import ContainerConfig
+from container.directory import ContainerDirectory
+from container.hosted_broker import BrokerSpec, HostedBroker, check_unique, close_broker, open_broker
+from container.ports import check_ports_free
+from container.registration import Registration
+from metadata.config import ConfigError
+from scheduler.clock import Clock, SystemClock
+from scheduler.periodic import PeriodicTasks
+from services.metrics import REGISTRY, STORE_SIZE
+from services.messaging.config import MessagingConfig
+from services.messaging.server import add_messaging_services, server_options
+
+log = logging.getLogger(__name__)
+
+
+class BrokerContainer:
+    def __init__(self, config: ContainerConfig, specs: list[BrokerSpec], messaging: MessagingConfig,
+                 where: str, nameserver_values: Mapping[str, object] | None = None, clock: Clock | None = None):
+        check_unique(specs)
+        self.config = config
+        self.specs = list(specs)
+        self.messaging = messaging
+        self.where = where
+        self.clock = clock or SystemClock()
+        self.hosted: dict[str, HostedBroker] = {}
+        self.directory = ContainerDirectory(self)
+        self.tasks = PeriodicTasks("container")
+        self._nameserver_values = dict(nameserver_values or {})
+        self._nameserver = None
+        self._client_server: grpc.aio.Server | None = None
+        self._internal_server: grpc.aio.Server | None = None
+        self._health = health.aio.HealthServicer() if hasattr(health, "aio") else health.HealthServicer()
+        self.registration: Registration | None = None
+        self.ports: dict[str, int] = {}
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def _ports(self) -> list[tuple[str, str, int]]:
+        c = self.config
+        ports = [("grpcServerPort", c.client_bind_host, c.grpc_server_port), ("listenPort", c.admin_bind_address, c.listen_port)]
+        if c.metrics_port:
+            ports.append(("metricsPromExporterPort", c.metrics_host, c.metrics_port))
+        if c.start_embedded_namesrv:
+            ports.append(("namesrvListenPort", c.admin_bind_address, c.namesrv_listen_port))
+        return ports
+
+    async def start(self) -> None:
+        check_ports_free(self.where, self._ports())
+        if self.config.start_embedded_namesrv:
+            await self._start_nameserver()
+        for spec in self.specs:
+            self.hosted[spec.broker.broker_name + f"#{spec.broker.broker_id}"] = await open_broker(spec, self.clock, self.directory.sink)
+        await self._start_servers()
+        if self.config.metrics_port:
+            start_http_server(self.config.metrics_port, addr=self.config.metrics_host, registry=REGISTRY)
+            self.ports["metrics"] = self.config.metrics_port
+        self.registration = Registration(self)
+        await self.registration.register_all()
+        self.tasks.declare("register-brokers", self.config.register_period_ms, self.registration.register_all, self.config.register_period_ms)
+        self.tasks.declare("heartbeat", self.config.heartbeat_interval_ms, self.registration.heartbeat_all, self.config.heartbeat_interval_ms)
+        self.tasks.declare("store-metrics", 5_000, self._refresh_store_metrics)
+        self.tasks.start()
+        log.info("container started: client endpoint %s:%d, admin %s:%d, brokers %s", self.config.broker_container_ip,
+                 self.ports["client"], self.config.admin_bind_address, self.ports["admin"], ", ".join(self.hosted))
+
+    async def _start_nameserver(self) -> None:
+        from services.nameserver.config import NamesrvConfig
+        from services.nameserver.server import start_nameserver
+        from metadata.config import bind
+
+        values = {**self._nameserver_values, "listenPort": self.config.namesrv_listen_port,
+                  "enableControllerInNamesrv": self.config.enable_controller_in_namesrv}
+        self._nameserver = await start_nameserver(bind(NamesrvConfig, values, self.where))
+
+    async def _start_servers(self) -> None:
+        self._client_server = grpc.aio.server(options=server_options(self.messaging))
+        self.directory.attach_registry(add_messaging_services(self._client_server, self.directory, self.messaging, self.clock))
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, self._client_server)
+        self.ports["client"] = self._bind(self._client_server, "grpcServerPort", self.config.client_bind_host, self.config.grpc_server_port)
+        self._internal_server = grpc.aio.server()
+        from services.admin.service import add_admin_service
+        from container.admin_adapter import ContainerAdmin
+
+        add_admin_service(self._internal_server, ContainerAdmin(self))
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, self._internal_server)
+        self.ports["admin"] = self._bind(self._internal_server, "listenPort", self.config.admin_bind_address, self.config.listen_port)
+        await self._client_server.start()
+        await self._internal_server.start()
+        await self._set_health(health_pb2.HealthCheckResponse.SERVING)
+
+    def _bind(self, server: grpc.aio.Server, key: str, host: str, port: int) -> int:
+        try:
+            bound = server.add_insecure_port(f"{host}:{port}")
+        except RuntimeError as exc:
+            raise ConfigError(self.where, key, f"cannot listen on {host}:{port} ({exc})") from None
+        if bound == 0:
+            raise ConfigError(self.where, key, f"cannot listen on {host}:{port}")
+        return bound
+
+    async def _set_health(self, status) -> None:
+        result = self._health.set("", status)
+        if asyncio.iscoroutine(result):
+            await result
+
+    async def stop(self) -> None:
+        await self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
+        await self.tasks.stop()
+        grace = self.config.shutdown_timeout_ms / 1000 / 2
+        if self._client_server is not None:
+            await self._client_server.stop(grace)
+        if self.registration is not None:
+            await self.registration.unregister_all()
+        for key in list(self.hosted):
+            await close_broker(self.hosted.pop(key))
+        if self._internal_server is not None:
+            await self._internal_server.stop(0.5)
+        if self._nameserver is not None:
+            await self._nameserver.stop()
+
+    # -- runtime changes (admin) -----------------------------------------------------------
+
+    async def add_broker(self, spec: BrokerSpec) -> HostedBroker:
+        check_unique([h.spec for h in self.hosted.values()] + [spec])
+        hosted = await open_broker(spec, self.clock, self.directory.sink)
+        self.hosted[spec.broker.broker_name + f"#{spec.broker.broker_id}"] = hosted
+        if self.registration is not None:
+            await self.registration.register(hosted)
+        return hosted
+
+    async def remove_broker(self, cluster: str, name: str, broker_id: int) -> bool:
+        key = f"{name}#{broker_id}"
+        hosted = self.hosted.get(key)
+        if hosted is None or hosted.spec.broker.broker_cluster_name != cluster:
+            return False
+        del self.hosted[key]
+        if self.registration is not None:
+            await self.registration.unregister(hosted)
+        await close_broker(hosted)
+        return True
+
+    def _refresh_store_metrics(self) -> None:
+        for hosted in self.hosted.values():
+            STORE_SIZE.labels(broker=hosted.name).set(hosted.store.disk_usage_bytes())

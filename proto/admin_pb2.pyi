@@ -1,0 +1,283 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class AdminDataVersion(_message.Message):
+    __slots__ = ("state_version", "timestamp_ms", "counter")
+    STATE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    COUNTER_FIELD_NUMBER: _ClassVar[int]
+    state_version: int
+    timestamp_ms: int
+    counter: int
+    def __init__(self, state_version: _Optional[int] = ..., timestamp_ms: _Optional[int] = ..., counter: _Optional[int] = ...) -> None: ...
+
+class AdminTopic(_message.Message):
+    __slots__ = ("topic", "read_queue_nums", "write_queue_nums", "perm", "message_type")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    READ_QUEUE_NUMS_FIELD_NUMBER: _ClassVar[int]
+    WRITE_QUEUE_NUMS_FIELD_NUMBER: _ClassVar[int]
+    PERM_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+    message_type: str
+    def __init__(self, topic: _Optional[str] = ..., read_queue_nums: _Optional[int] = ..., write_queue_nums: _Optional[int] = ..., perm: _Optional[int] = ..., message_type: _Optional[str] = ...) -> None: ...
+
+class AdminGroup(_message.Message):
+    __slots__ = ("group", "consume_message_orderly", "retry_max_times", "consume_enable")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    CONSUME_MESSAGE_ORDERLY_FIELD_NUMBER: _ClassVar[int]
+    RETRY_MAX_TIMES_FIELD_NUMBER: _ClassVar[int]
+    CONSUME_ENABLE_FIELD_NUMBER: _ClassVar[int]
+    group: str
+    consume_message_orderly: bool
+    retry_max_times: int
+    consume_enable: bool
+    def __init__(self, group: _Optional[str] = ..., consume_message_orderly: _Optional[bool] = ..., retry_max_times: _Optional[int] = ..., consume_enable: _Optional[bool] = ...) -> None: ...
+
+class AdminCreateOrUpdateTopicRequest(_message.Message):
+    __slots__ = ("broker_name", "topic")
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    topic: AdminTopic
+    def __init__(self, broker_name: _Optional[str] = ..., topic: _Optional[_Union[AdminTopic, _Mapping]] = ...) -> None: ...
+
+class AdminDeleteTopicRequest(_message.Message):
+    __slots__ = ("broker_name", "topic")
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    topic: str
+    def __init__(self, broker_name: _Optional[str] = ..., topic: _Optional[str] = ...) -> None: ...
+
+class AdminCreateOrUpdateGroupRequest(_message.Message):
+    __slots__ = ("broker_name", "group")
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    group: AdminGroup
+    def __init__(self, broker_name: _Optional[str] = ..., group: _Optional[_Union[AdminGroup, _Mapping]] = ...) -> None: ...
+
+class AdminDeleteGroupRequest(_message.Message):
+    __slots__ = ("broker_name", "group")
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    group: str
+    def __init__(self, broker_name: _Optional[str] = ..., group: _Optional[str] = ...) -> None: ...
+
+class AdminDone(_message.Message):
+    __slots__ = ("broker_names",)
+    BROKER_NAMES_FIELD_NUMBER: _ClassVar[int]
+    broker_names: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, broker_names: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class AdminListTopicsRequest(_message.Message):
+    __slots__ = ("broker_name",)
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    def __init__(self, broker_name: _Optional[str] = ...) -> None: ...
+
+class AdminBrokerTopics(_message.Message):
+    __slots__ = ("broker_name", "topics", "data_version")
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    DATA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    topics: _containers.RepeatedCompositeFieldContainer[AdminTopic]
+    data_version: AdminDataVersion
+    def __init__(self, broker_name: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[AdminTopic, _Mapping]]] = ..., data_version: _Optional[_Union[AdminDataVersion, _Mapping]] = ...) -> None: ...
+
+class AdminListTopicsResponse(_message.Message):
+    __slots__ = ("brokers",)
+    BROKERS_FIELD_NUMBER: _ClassVar[int]
+    brokers: _containers.RepeatedCompositeFieldContainer[AdminBrokerTopics]
+    def __init__(self, brokers: _Optional[_Iterable[_Union[AdminBrokerTopics, _Mapping]]] = ...) -> None: ...
+
+class AdminListGroupsRequest(_message.Message):
+    __slots__ = ("broker_name",)
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    def __init__(self, broker_name: _Optional[str] = ...) -> None: ...
+
+class AdminBrokerGroups(_message.Message):
+    __slots__ = ("broker_name", "groups", "data_version")
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    DATA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    groups: _containers.RepeatedCompositeFieldContainer[AdminGroup]
+    data_version: AdminDataVersion
+    def __init__(self, broker_name: _Optional[str] = ..., groups: _Optional[_Iterable[_Union[AdminGroup, _Mapping]]] = ..., data_version: _Optional[_Union[AdminDataVersion, _Mapping]] = ...) -> None: ...
+
+class AdminListGroupsResponse(_message.Message):
+    __slots__ = ("brokers",)
+    BROKERS_FIELD_NUMBER: _ClassVar[int]
+    brokers: _containers.RepeatedCompositeFieldContainer[AdminBrokerGroups]
+    def __init__(self, brokers: _Optional[_Iterable[_Union[AdminBrokerGroups, _Mapping]]] = ...) -> None: ...
+
+class AdminTopicStatusRequest(_message.Message):
+    __slots__ = ("broker_name", "topic")
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    topic: str
+    def __init__(self, broker_name: _Optional[str] = ..., topic: _Optional[str] = ...) -> None: ...
+
+class AdminQueueStatus(_message.Message):
+    __slots__ = ("queue_id", "min_offset", "max_offset", "last_update_ms")
+    QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
+    MIN_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    MAX_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LAST_UPDATE_MS_FIELD_NUMBER: _ClassVar[int]
+    queue_id: int
+    min_offset: int
+    max_offset: int
+    last_update_ms: int
+    def __init__(self, queue_id: _Optional[int] = ..., min_offset: _Optional[int] = ..., max_offset: _Optional[int] = ..., last_update_ms: _Optional[int] = ...) -> None: ...
+
+class AdminBrokerTopicStatus(_message.Message):
+    __slots__ = ("broker_name", "broker_id", "role", "queues")
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    QUEUES_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    broker_id: int
+    role: str
+    queues: _containers.RepeatedCompositeFieldContainer[AdminQueueStatus]
+    def __init__(self, broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ..., role: _Optional[str] = ..., queues: _Optional[_Iterable[_Union[AdminQueueStatus, _Mapping]]] = ...) -> None: ...
+
+class AdminTopicStatusResponse(_message.Message):
+    __slots__ = ("topic", "brokers")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    BROKERS_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    brokers: _containers.RepeatedCompositeFieldContainer[AdminBrokerTopicStatus]
+    def __init__(self, topic: _Optional[str] = ..., brokers: _Optional[_Iterable[_Union[AdminBrokerTopicStatus, _Mapping]]] = ...) -> None: ...
+
+class AdminConsumerProgressRequest(_message.Message):
+    __slots__ = ("broker_name", "group", "topic")
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    group: str
+    topic: str
+    def __init__(self, broker_name: _Optional[str] = ..., group: _Optional[str] = ..., topic: _Optional[str] = ...) -> None: ...
+
+class AdminQueueProgress(_message.Message):
+    __slots__ = ("topic", "queue_id", "broker_offset", "consumer_offset", "inflight", "lag")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
+    BROKER_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    INFLIGHT_FIELD_NUMBER: _ClassVar[int]
+    LAG_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    queue_id: int
+    broker_offset: int
+    consumer_offset: int
+    inflight: int
+    lag: int
+    def __init__(self, topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., broker_offset: _Optional[int] = ..., consumer_offset: _Optional[int] = ..., inflight: _Optional[int] = ..., lag: _Optional[int] = ...) -> None: ...
+
+class AdminBrokerProgress(_message.Message):
+    __slots__ = ("broker_name", "broker_id", "queues")
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    QUEUES_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    broker_id: int
+    queues: _containers.RepeatedCompositeFieldContainer[AdminQueueProgress]
+    def __init__(self, broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ..., queues: _Optional[_Iterable[_Union[AdminQueueProgress, _Mapping]]] = ...) -> None: ...
+
+class AdminConsumerProgressResponse(_message.Message):
+    __slots__ = ("group", "brokers")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    BROKERS_FIELD_NUMBER: _ClassVar[int]
+    group: str
+    brokers: _containers.RepeatedCompositeFieldContainer[AdminBrokerProgress]
+    def __init__(self, group: _Optional[str] = ..., brokers: _Optional[_Iterable[_Union[AdminBrokerProgress, _Mapping]]] = ...) -> None: ...
+
+class AdminBrokerStatusRequest(_message.Message):
+    __slots__ = ("broker_name",)
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    def __init__(self, broker_name: _Optional[str] = ...) -> None: ...
+
+class AdminBrokerStatus(_message.Message):
+    __slots__ = ("broker_name", "broker_id", "cluster", "role", "status_json")
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_JSON_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    broker_id: int
+    cluster: str
+    role: str
+    status_json: str
+    def __init__(self, broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ..., cluster: _Optional[str] = ..., role: _Optional[str] = ..., status_json: _Optional[str] = ...) -> None: ...
+
+class AdminBrokerStatusResponse(_message.Message):
+    __slots__ = ("brokers", "container_json")
+    BROKERS_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_JSON_FIELD_NUMBER: _ClassVar[int]
+    brokers: _containers.RepeatedCompositeFieldContainer[AdminBrokerStatus]
+    container_json: str
+    def __init__(self, brokers: _Optional[_Iterable[_Union[AdminBrokerStatus, _Mapping]]] = ..., container_json: _Optional[str] = ...) -> None: ...
+
+class AdminGetConsumerOffsetsRequest(_message.Message):
+    __slots__ = ("broker_name",)
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    def __init__(self, broker_name: _Optional[str] = ...) -> None: ...
+
+class AdminGetConsumerOffsetsResponse(_message.Message):
+    __slots__ = ("broker_name", "broker_id", "role", "document", "data_version")
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_FIELD_NUMBER: _ClassVar[int]
+    DATA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    broker_id: int
+    role: str
+    document: str
+    data_version: AdminDataVersion
+    def __init__(self, broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ..., role: _Optional[str] = ..., document: _Optional[str] = ..., data_version: _Optional[_Union[AdminDataVersion, _Mapping]] = ...) -> None: ...
+
+class AdminAddBrokerRequest(_message.Message):
+    __slots__ = ("config_path",)
+    CONFIG_PATH_FIELD_NUMBER: _ClassVar[int]
+    config_path: str
+    def __init__(self, config_path: _Optional[str] = ...) -> None: ...
+
+class AdminAddBrokerResponse(_message.Message):
+    __slots__ = ("canonical_name",)
+    CANONICAL_NAME_FIELD_NUMBER: _ClassVar[int]
+    canonical_name: str
+    def __init__(self, canonical_name: _Optional[str] = ...) -> None: ...
+
+class AdminRemoveBrokerRequest(_message.Message):
+    __slots__ = ("cluster", "broker_name", "broker_id")
+    CLUSTER_FIELD_NUMBER: _ClassVar[int]
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    cluster: str
+    broker_name: str
+    broker_id: int
+    def __init__(self, cluster: _Optional[str] = ..., broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ...) -> None: ...
+
+class AdminRemoveBrokerResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...

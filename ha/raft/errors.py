@@ -28,3 +28,12 @@ class ProposalDropped(RaftError):
     def __init__(self, reason: DropReason) -> None:
         super().__init__(f"proposal dropped: {reason.name}")
         self.reason = reason
+
+
+class InvalidCompaction(RaftError):
+    """compact() was asked for an index that is not applied (or beyond the log)."""
+
+    def __init__(self, index: int, applied: int) -> None:
+        super().__init__(f"cannot compact at {index}: applied index is {applied}")
+        self.index = index
+        self.applied = applied

@@ -1,0 +1,1 @@
+"""Pop consumption core: receipt handles, the in-flight table and delivery decisions (pure)."""

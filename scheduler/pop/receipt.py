@@ -1,0 +1,56 @@
+"""Receipt handles: the token a consumer must present to ack or change one delivery.
+
+Rules:
+- A handle names where the delivered record is stored (topic, which may be ``%RETRY%<group>``,
+  queue id, queue offset) and a ``seq`` unique to that delivery or ChangeInvisibleDuration.
+  Only the handle whose seq is the current one of the in-flight entry is valid.
+- Text form: ``v1.<base64url(fields)>.<crc32 hex>``.  :func:`decode` never raises on garbage:
+  it returns None, which the broker answers with INVALID_RECEIPT_HANDLE.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import zlib
+from dataclasses import dataclass
+
+from metadata.names import is_valid_topic_name
+
+MAX_HANDLE_LENGTH = 1024
+_SEP = "|"
+
+
+@dataclass(frozen=True)
+class ReceiptHandle:
+    topic: str
+    queue_id: int
+    offset: int
+    seq: int
+
+    def encode(self) -> str:
+        raw = _SEP.join((self.topic, str(self.queue_id), str(self.offset), str(self.seq))).encode()
+        body = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+        return f"v1.{body}.{zlib.crc32(raw):08x}"
+
+
+def decode(text: object) -> ReceiptHandle | None:
+    if not isinstance(text, str) or len(text) > MAX_HANDLE_LENGTH:
+        return None
+    parts = text.split(".")
+    if len(parts) != 3 or parts[0] != "v1":
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4))
+        fields = raw.decode().split(_SEP)
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        return None
+    if f"{zlib.crc32(raw):08x}" != parts[2] or len(fields) != 4:
+        return None
+    topic, queue_id, offset, seq = fields
+    if not is_valid_topic_name(topic) or not all(_is_int(v) for v in (queue_id, offset, seq)):
+        return None
+    return ReceiptHandle(topic, int(queue_id), int(offset), int(seq))
+
+
+def _is_int(text: str) -> bool:
+    return text.isascii() and text.isdigit() and len(text) <= 19

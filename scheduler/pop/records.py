@@ -1,0 +1,100 @@
+"""Pop log records: what the broker appends to ``rmq_sys_REVIVE_LOG`` for every pop decision.
+
+Rules:
+- Three records: :class:`PopRecord` (deliveries from one queue and how far the pop cursor
+  moved; offsets in ``[from_offset, to_offset)`` that are not entries were filtered out and
+  count as consumed), :class:`ChangeRecord` (new seq and deadline of one in-flight entry) and
+  :class:`AckRecord`.  They are applied by :class:`scheduler.pop.table.PopTable` idempotently,
+  so replaying any suffix of the log over a snapshot gives the same state.
+- Bodies are compact JSON; :func:`decode_record` returns None for a body it does not know
+  (a record from a newer version is skipped, not fatal).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Union
+
+REVIVE_TOPIC = "rmq_sys_REVIVE_LOG"
+
+
+@dataclass(frozen=True)
+class QueueKey:
+    group: str
+    topic: str  # the stored topic (a %RETRY% topic for retried messages)
+    queue_id: int
+
+
+@dataclass(frozen=True)
+class InFlight:
+    offset: int
+    seq: int
+    attempt: int  # delivery attempt of the current delivery, 1-based
+    deadline_ms: int  # wall clock
+    max_attempts: int
+    commit_offset: int  # where the record is in the commit log (to read it back)
+    fifo: bool = False
+    message_group: str = ""
+
+    def to_json(self) -> list:
+        return [self.offset, self.seq, self.attempt, self.deadline_ms, self.max_attempts,
+                self.commit_offset, int(self.fifo), self.message_group]
+
+    @classmethod
+    def from_json(cls, value: list) -> "InFlight":
+        o, s, a, d, m, c, f, g = value
+        return cls(int(o), int(s), int(a), int(d), int(m), int(c), bool(f), str(g))
+
+
+@dataclass(frozen=True)
+class PopRecord:
+    key: QueueKey
+    from_offset: int
+    to_offset: int
+    entries: tuple[InFlight, ...]
+
+
+@dataclass(frozen=True)
+class ChangeRecord:
+    key: QueueKey
+    offset: int
+    seq: int
+    deadline_ms: int
+
+
+@dataclass(frozen=True)
+class AckRecord:
+    key: QueueKey
+    offset: int
+
+
+Record = Union[PopRecord, ChangeRecord, AckRecord]
+
+
+def encode_record(record: Record) -> bytes:
+    key = [record.key.group, record.key.topic, record.key.queue_id]
+    if isinstance(record, PopRecord):
+        body = {"t": "pop", "k": key, "f": record.from_offset, "to": record.to_offset,
+                "e": [entry.to_json() for entry in record.entries]}
+    elif isinstance(record, ChangeRecord):
+        body = {"t": "chg", "k": key, "o": record.offset, "s": record.seq, "d": record.deadline_ms}
+    else:
+        body = {"t": "ack", "k": key, "o": record.offset}
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def decode_record(body: bytes) -> Record | None:
+    try:
+        value = json.loads(body)
+        key = QueueKey(str(value["k"][0]), str(value["k"][1]), int(value["k"][2]))
+        kind = value["t"]
+        if kind == "pop":
+            entries = tuple(InFlight.from_json(e) for e in value["e"])
+            return PopRecord(key, int(value["f"]), int(value["to"]), entries)
+        if kind == "chg":
+            return ChangeRecord(key, int(value["o"]), int(value["s"]), int(value["d"]))
+        if kind == "ack":
+            return AckRecord(key, int(value["o"]))
+    except (ValueError, KeyError, TypeError, IndexError):
+        return None
+    return None

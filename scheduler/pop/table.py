@@ -1,0 +1,172 @@
+"""The pop state of every (group, stored topic, queue): cursors, in-flight entries, acks.
+
+Rules (invariants asserted in :meth:`QueueState.check`):
+- ``commit <= pop_offset``; every offset in ``[commit, pop_offset)`` is either in flight or
+  acked; ``commit`` is the first offset not acked: everything before it is consumed, and it is
+  the consumer offset written to consumerOffset.json.
+- Acked is final: a pop record for an acked offset (or one below ``commit``) is ignored; an
+  in-flight entry is only replaced by one with a larger seq.  These two rules make
+  :meth:`PopTable.apply` idempotent and order-tolerant, which is what lets the broker replay
+  any suffix of the pop log over a snapshot.
+- ``seq`` values are unique and grow: :meth:`PopTable.next_seq` never returns a value at or
+  below one seen (``now_ms * 1000`` seeds it so that a restart after a lost log tail does not
+  reuse the seq of a handle already given out).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Any, Iterator
+
+from scheduler.pop.receipt import ReceiptHandle
+from scheduler.pop.records import AckRecord, ChangeRecord, InFlight, PopRecord, QueueKey, Record
+
+
+class HandleCheck(str, Enum):
+    CURRENT = "CURRENT"  # the handle of the latest delivery of an in-flight message
+    ALREADY_ACKED = "ALREADY_ACKED"  # consumed already: an ack is OK, a change is not
+    STALE = "STALE"  # an older delivery's handle, or unknown: INVALID_RECEIPT_HANDLE
+
+
+@dataclass(frozen=True)
+class OffsetCommit:
+    topic: str
+    group: str
+    queue_id: int
+    offset: int
+
+
+@dataclass
+class QueueState:
+    commit: int
+    pop_offset: int
+    inflight: dict[int, InFlight] = field(default_factory=dict)
+    acked: set[int] = field(default_factory=set)
+
+    def check(self) -> None:
+        assert self.commit <= self.pop_offset, (self.commit, self.pop_offset)
+        assert all(self.commit <= o < self.pop_offset for o in self.inflight)
+        assert not (set(self.inflight) & self.acked)
+
+    def is_consumed(self, offset: int) -> bool:
+        return offset < self.commit or offset in self.acked
+
+    def advance_commit(self) -> bool:
+        moved = False
+        while self.commit < self.pop_offset and self.commit in self.acked:
+            self.acked.discard(self.commit)
+            self.commit += 1
+            moved = True
+        return moved
+
+    @property
+    def unacked(self) -> int:
+        return len(self.inflight)
+
+
+class PopTable:
+    def __init__(self) -> None:
+        self.queues: dict[QueueKey, QueueState] = {}
+        self.last_seq = 0
+
+    def next_seq(self, now_ms: int) -> int:
+        self.last_seq = max(self.last_seq + 1, now_ms * 1000)
+        return self.last_seq
+
+    def get(self, key: QueueKey) -> QueueState | None:
+        return self.queues.get(key)
+
+    def ensure(self, key: QueueKey, init_offset: int) -> QueueState:
+        state = self.queues.get(key)
+        if state is None:
+            state = self.queues[key] = QueueState(init_offset, init_offset)
+        return state
+
+    def check_handle(self, group: str, handle: ReceiptHandle) -> HandleCheck:
+        state = self.queues.get(QueueKey(group, handle.topic, handle.queue_id))
+        if state is None:
+            return HandleCheck.STALE
+        entry = state.inflight.get(handle.offset)
+        if entry is not None:
+            return HandleCheck.CURRENT if entry.seq == handle.seq else HandleCheck.STALE
+        if state.is_consumed(handle.offset) and handle.offset < state.pop_offset:
+            return HandleCheck.ALREADY_ACKED
+        return HandleCheck.STALE
+
+    def apply(self, record: Record) -> list[OffsetCommit]:
+        if isinstance(record, PopRecord):
+            self.last_seq = max([self.last_seq] + [e.seq for e in record.entries])
+            state = self.ensure(record.key, record.from_offset)
+            moved = self._apply_pop(state, record)
+        elif isinstance(record, ChangeRecord):
+            self.last_seq = max(self.last_seq, record.seq)
+            state = self.queues.get(record.key)
+            entry = state.inflight.get(record.offset) if state else None
+            if entry is not None and entry.seq < record.seq:
+                # a change keeps the attempt: the next delivery counts it
+                state.inflight[record.offset] = replace(entry, seq=record.seq, deadline_ms=record.deadline_ms)
+            return []
+        else:
+            state = self.queues.get(record.key)
+            if state is None or state.is_consumed(record.offset) or record.offset >= state.pop_offset:
+                return []
+            state.inflight.pop(record.offset, None)
+            state.acked.add(record.offset)
+            moved = state.advance_commit()
+        state.check()
+        key = record.key
+        return [OffsetCommit(key.topic, key.group, key.queue_id, state.commit)] if moved else []
+
+    @staticmethod
+    def _apply_pop(state: QueueState, record: PopRecord) -> bool:
+        if record.to_offset > state.pop_offset:
+            chosen = {e.offset for e in record.entries}
+            for offset in range(max(state.pop_offset, record.from_offset), record.to_offset):
+                if offset not in chosen:
+                    state.acked.add(offset)
+            state.pop_offset = record.to_offset
+        for entry in record.entries:
+            if state.is_consumed(entry.offset) or entry.offset >= state.pop_offset:
+                continue
+            current = state.inflight.get(entry.offset)
+            if current is None or current.seq < entry.seq:
+                state.inflight[entry.offset] = entry
+        return state.advance_commit()
+
+    def expired(self, now_ms: int, limit: int) -> list[tuple[QueueKey, InFlight]]:
+        found = []
+        for key, state in self.queues.items():
+            for entry in state.inflight.values():
+                if not entry.fifo and entry.deadline_ms <= now_ms:
+                    found.append((key, entry))
+                    if len(found) >= limit:
+                        return found
+        return found
+
+    def items(self) -> Iterator[tuple[QueueKey, QueueState]]:
+        return iter(list(self.queues.items()))
+
+    def drop_group(self, group: str) -> None:
+        for key in [k for k in self.queues if k.group == group]:
+            del self.queues[key]
+
+    def to_document(self) -> dict[str, Any]:
+        rows = []
+        for key, state in self.queues.items():
+            rows.append({"g": key.group, "t": key.topic, "q": key.queue_id, "c": state.commit, "p": state.pop_offset,
+                         "a": sorted(state.acked), "i": [e.to_json() for e in state.inflight.values()]})
+        return {"lastSeq": self.last_seq, "queues": rows}
+
+    @classmethod
+    def from_document(cls, document: Any) -> "PopTable":
+        table = cls()
+        table.last_seq = int(document.get("lastSeq", 0))
+        for row in document.get("queues", []):
+            state = QueueState(int(row["c"]), int(row["p"]), acked={int(o) for o in row["a"]})
+            for raw in row["i"]:
+                entry = InFlight.from_json(raw)
+                state.inflight[entry.offset] = entry
+            state.check()
+            table.queues[QueueKey(str(row["g"]), str(row["t"]), int(row["q"]))] = state
+        return table
+

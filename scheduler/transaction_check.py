@@ -1,0 +1,114 @@
+"""Transactions: the pure table of half messages, their resolutions and check decisions.
+
+Rules:
+- Half messages live in ``RMQ_SYS_TRANS_HALF_TOPIC`` (queue 0); resolutions (commit,
+  rollback, discard) are op records in ``RMQ_SYS_TRANS_OP_HALF_TOPIC`` naming the half's
+  offset.  The table is built by scanning both in order (``half_offset`` / ``op_offset``:
+  everything below is applied), halves before ops, so an op never precedes its half.
+- A half is checked first at ``store + transactionTimeOut``, then every
+  ``transactionCheckInterval``; after ``transactionCheckMax`` checks it is discarded.
+  :meth:`TransactionTable.decide_checks` returns actions; the driver performs them and
+  applies them with :meth:`checked` / an op record.
+- Resolutions are remembered (bounded, oldest forgotten first) so a repeated EndTransaction
+  with the same resolution is OK and a contradicting one is refused.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import Enum
+from typing import Any
+
+HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+OP_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+
+
+class Resolution(str, Enum):
+    COMMIT = "c"
+    ROLLBACK = "r"
+    DISCARD = "d"
+
+
+class CheckKind(str, Enum):
+    CHECK = "CHECK"
+    DISCARD = "DISCARD"
+
+
+class EndRejection(str, Enum):
+    UNKNOWN_TRANSACTION = "UNKNOWN_TRANSACTION"
+    ALREADY_RESOLVED_OTHERWISE = "ALREADY_RESOLVED_OTHERWISE"
+
+
+@dataclass(frozen=True)
+class HalfEntry:
+    offset: int
+    topic: str
+    transaction_id: str
+    store_ms: int
+    checks: int
+    next_check_ms: int
+
+
+@dataclass(frozen=True)
+class CheckAction:
+    kind: CheckKind
+    half: HalfEntry
+
+
+class TransactionTable:
+    def __init__(self, resolved_max: int = 100_000) -> None:
+        self.pending: dict[int, HalfEntry] = {}
+        self.resolved: dict[int, Resolution] = {}
+        self.resolved_max = resolved_max
+        self.half_offset = 0
+        self.op_offset = 0
+
+    def add_half(self, offset: int, topic: str, transaction_id: str, store_ms: int, timeout_ms: int) -> None:
+        if offset in self.pending or offset in self.resolved:
+            return
+        self.pending[offset] = HalfEntry(offset, topic, transaction_id, store_ms, 0, store_ms + timeout_ms)
+
+    def resolve(self, offset: int, resolution: Resolution) -> None:
+        self.pending.pop(offset, None)
+        self.resolved.setdefault(offset, resolution)
+        while len(self.resolved) > self.resolved_max:
+            del self.resolved[next(iter(self.resolved))]
+
+    def decide_end(self, offset: int, commit: bool) -> EndRejection | Resolution | None:
+        """None: resolve it now; a Resolution: already resolved that way (OK); else a rejection."""
+        wanted = Resolution.COMMIT if commit else Resolution.ROLLBACK
+        if offset in self.pending:
+            return None
+        done = self.resolved.get(offset)
+        if done is None:
+            return EndRejection.UNKNOWN_TRANSACTION
+        return done if done is wanted else EndRejection.ALREADY_RESOLVED_OTHERWISE
+
+    def decide_checks(self, now_ms: int, check_max: int, limit: int) -> list[CheckAction]:
+        actions = []
+        for half in sorted(self.pending.values(), key=lambda h: h.next_check_ms):
+            if half.next_check_ms > now_ms or len(actions) >= limit:
+                break
+            kind = CheckKind.DISCARD if half.checks >= check_max else CheckKind.CHECK
+            actions.append(CheckAction(kind, half))
+        return actions
+
+    def checked(self, offset: int, now_ms: int, interval_ms: int) -> None:
+        half = self.pending.get(offset)
+        if half is not None:
+            self.pending[offset] = replace(half, checks=half.checks + 1, next_check_ms=now_ms + interval_ms)
+
+    def to_document(self) -> dict[str, Any]:
+        return {"halfOffset": self.half_offset, "opOffset": self.op_offset,
+                "pending": [[h.offset, h.topic, h.transaction_id, h.store_ms, h.checks, h.next_check_ms] for h in self.pending.values()],
+                "resolved": {offset: r.value for offset, r in self.resolved.items()}}
+
+    @classmethod
+    def from_document(cls, document: Any, resolved_max: int) -> "TransactionTable":
+        table = cls(resolved_max)
+        table.half_offset = int(document.get("halfOffset", 0))
+        table.op_offset = int(document.get("opOffset", 0))
+        for o, t, x, s, c, n in document.get("pending", []):
+            table.pending[int(o)] = HalfEntry(int(o), str(t), str(x), int(s), int(c), int(n))
+        for offset, value in (document.get("resolved") or {}).items():
+            table.resolved[int(offset)] = Resolution(value)
+        return table

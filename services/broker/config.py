@@ -1,0 +1,60 @@
+"""Configuration of one broker (not its store: that is ``store.config.StoreConfig``).
+
+Rules: one frozen dataclass; keys are RocketMQ's where one exists (``brokerName``,
+``transactionTimeOut``, ...), RelayMQ-only keys are camelCase in the same spirit; every limit
+the broker enforces is a field here with its unit and default documented in its declaration.
+The container binds it once with :func:`metadata.config.bind`; the broker trusts it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from metadata.config import config_field
+
+DAY_MS = 24 * 3600 * 1000
+
+
+class BrokerRole(str, Enum):
+    ASYNC_MASTER = "ASYNC_MASTER"
+    SYNC_MASTER = "SYNC_MASTER"
+    SLAVE = "SLAVE"
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    broker_cluster_name: str = config_field("brokerClusterName", "DefaultCluster", doc="cluster this broker registers in")
+    broker_name: str = config_field("brokerName", "broker-a", doc="name of the broker group (master and slaves share it)")
+    broker_id: int = config_field("brokerId", 0, minimum=0, doc="0 for the master, >0 for slaves")
+    broker_role: BrokerRole = config_field("brokerRole", BrokerRole.ASYNC_MASTER, unit="enum", doc="ASYNC_MASTER, SYNC_MASTER or SLAVE")
+    auto_create_topic_enable: bool = config_field("autoCreateTopicEnable", False, doc="create unknown topics on first send (as NORMAL)")
+    default_topic_queue_nums: int = config_field("defaultTopicQueueNums", 8, minimum=1, maximum=1024, unit="queues", doc="queues of an auto-created topic")
+    transaction_timeout_ms: int = config_field("transactionTimeOut", 6_000, minimum=0, unit="ms", doc="age of a half message before its first check")
+    transaction_check_interval_ms: int = config_field("transactionCheckInterval", 30_000, minimum=1, unit="ms", doc="period between checks of one half message")
+    transaction_check_max: int = config_field("transactionCheckMax", 15, minimum=0, unit="checks", doc="checks before an unresolved half message is discarded")
+    transaction_scan_interval_ms: int = config_field("transactionScanInterval", 1_000, minimum=1, unit="ms", doc="period of the transaction check service's scan")
+    internal_put_retries: int = config_field("internalPutRetries", 5, minimum=0, maximum=100, unit="retries", doc="retries of an internal re-put (commit, timer, retry, DLQ) on a transient store error")
+    internal_put_retry_backoff_ms: int = config_field("internalPutRetryBackoffMs", 200, minimum=1, unit="ms", doc="pause between internal re-put retries")
+    max_delay_time_ms: int = config_field("maxDelayTimeMills", DAY_MS, minimum=1, unit="ms", doc="farthest delivery_timestamp ahead of now")
+    timer_tick_ms: int = config_field("timerTickMs", 100, minimum=1, unit="ms", doc="period of the timer service (due-message scan)")
+    timer_batch_max: int = config_field("timerBatchMax", 256, minimum=1, unit="messages", doc="most due messages delivered per timer tick")
+    consumer_offset_update_version_step: int = config_field("consumerOffsetUpdateVersionStep", 500, minimum=1, unit="commits", doc="offset commits per DataVersion bump")
+    flush_consumer_offset_interval_ms: int = config_field("flushConsumerOffsetInterval", 5_000, minimum=1, unit="ms", doc="period of the offset + pop state snapshot")
+    revive_interval_ms: int = config_field("reviveInterval", 1_000, minimum=1, unit="ms", doc="period of the scan that redelivers expired in-flight messages")
+    pop_invisible_time_auto_renew_ms: int = config_field("popInvisibleTimeAutoRenewMs", 60_000, minimum=1, unit="ms", doc="invisible time of auto-renew (push consumer) receives")
+    pop_inflight_max_per_queue: int = config_field("popInflightMaxPerQueue", 20_000, minimum=1, unit="messages", doc="most in-flight messages of one group in one queue")
+    pop_scan_max: int = config_field("popScanMax", 256, minimum=1, unit="messages", doc="most consume-queue entries read per queue per receive (tag mismatches included)")
+    max_receive_batch_size: int = config_field("maxReceiveBatchSize", 32, minimum=1, maximum=1024, unit="messages", doc="most messages in one receive")
+    long_polling_max_ms: int = config_field("longPollingMaxMs", 20_000, minimum=0, unit="ms", doc="longest wait of a receive with nothing to deliver")
+    revive_batch_max: int = config_field("reviveBatchMax", 512, minimum=1, unit="messages", doc="most expired in-flight messages handled per revive run")
+    send_dedupe_window_ms: int = config_field("sendDedupeWindowMs", 60_000, minimum=0, unit="ms", doc="how long a message id is remembered to drop client retries")
+    send_dedupe_max_entries: int = config_field("sendDedupeMaxEntries", 100_000, minimum=0, unit="entries", doc="bound of the send de-duplication LRU")
+    clean_expired_interval_ms: int = config_field("cleanResourceInterval", 10_000, minimum=1, unit="ms", doc="period of the store retention clean")
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.broker_role, BrokerRole):
+            object.__setattr__(self, "broker_role", BrokerRole(self.broker_role))
+
+    @property
+    def is_master(self) -> bool:
+        return self.broker_role is not BrokerRole.SLAVE

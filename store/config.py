@@ -36,6 +36,9 @@ class StoreConfig:
         doc="SYNC_FLUSH acknowledges a put after fdatasync (group commit); ASYNC_FLUSH right after the write")
     flush_interval_commit_log_ms: int = config_field(
         "flushIntervalCommitLog", 500, unit="ms", minimum=1, doc="ASYNC_FLUSH: period of fdatasync")
+    flush_interval_consume_queue_ms: int = config_field(
+        "flushIntervalConsumeQueue", 1000, unit="ms", minimum=1,
+        doc="period of consume-queue and checkpoint fdatasync (they are rebuilt from the log at recovery)")
     sync_flush_timeout_ms: int = config_field(
         "syncFlushTimeout", 5000, unit="ms", minimum=1,
         doc="SYNC_FLUSH: a put waits at most this for fdatasync, then fails with FLUSH_DISK_TIMEOUT")
@@ -45,6 +48,9 @@ class StoreConfig:
     disk_max_used_space_ratio: int = config_field(
         "diskMaxUsedSpaceRatio", 75, unit="percent", minimum=1, maximum=99,
         doc="above this disk usage the oldest segments are deleted even if young")
+    disk_space_warning_level_ratio: int = config_field(
+        "diskSpaceWarningLevelRatio", 90, unit="percent", minimum=1, maximum=100,
+        doc="at or above this disk usage puts are refused (DISK_FULL) until retention frees space")
     max_message_size: int = config_field(
         "maxMessageSize", 4 * 1024 * 1024, unit="bytes", minimum=1,
         doc="largest encoded record accepted by a put (also bounded by the segment size)")
@@ -53,6 +59,9 @@ class StoreConfig:
     max_get_count: int = config_field(
         "maxTransferCountOnMessageInMemory", 32 * 1024, unit="records", minimum=1,
         doc="upper bound on max_count of one get")
+    max_get_scan_entries: int = config_field(
+        "maxGetScanEntries", 16_000, unit="entries", minimum=1,
+        doc="most consume-queue entries one get examines (tag filtering skips entries)")
     delete_files_batch_max: int = config_field(
         "deleteFileNum", 10, unit="segments", minimum=1, doc="most commit-log segments deleted per clean_expired run")
 

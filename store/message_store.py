@@ -1,88 +1,358 @@
-"""MessageStore: the commit log, its consume queues and checkpoint behind one facade.
+"""MessageStore: the commit log, its consume queues and the checkpoint behind one facade.
 
-(stub: being filled in)
+Rules:
+
+* Every method runs on the one event-loop thread; only fdatasync runs on the flush thread
+  (store.flush).  ``put`` writes synchronously, then under SYNC_FLUSH awaits the group
+  commit and only then makes the messages visible in consume queues and acknowledges, so a
+  consumer never sees (or commits an offset past) a message that a crash could take back.
+  Under ASYNC_FLUSH messages are indexed and acknowledged right after the write.
+* A put that times out waiting for fdatasync raises FlushTimeout (FLUSH_DISK_TIMEOUT); its
+  records stay in the log and become visible once flushed, as upstream.
+* Queue offsets are assigned at write time, per (topic, queue_id), in order.
+* Formats: store.record (commit log), store.cq_entry (consume queues), store.checkpoint.
+  Layout under ``storePathRootDir``: ``commitlog/``, ``consumequeue/TOPIC/QUEUE_ID/``,
+  ``checkpoint``.
+* Retention (clean_expired) decides with store.retention (pure) and deletes whole segments.
+* Reading (get, offset search) lives in store.reader; this module owns writes and lifecycle.
 """
 from __future__ import annotations
 
+import asyncio
+import logging
+import os
+from collections import deque
 from typing import Callable, Sequence
 
-from metadata.message import MessageDraft, StoredMessage
+from metadata.message import MessageDraft, Prop, StoredMessage, tag_hash
+from store import record, retention
+from store.checkpoint import Checkpoint
+from store.checkpoint_file import read_checkpoint, write_checkpoint
+from store.commit_log import CommitLog
 from store.config import FlushDiskType, StoreConfig
+from store.cq_entry import encode_entry
 from store.errors import (BadOffset, BadReplicationData, BatchTooLarge, DiskFull, FlushTimeout,
-                          MessageTooLarge, StoreClosed, StoreError)
+                          MessageTooLarge, StoreClosed, StoreError, StoreIOError)
+from store.flush import FlushHooks, FlushService
+from store.queue_table import QueueTable
+from store.reader import Reader
+from store.record import Invalid
+from store.recovery import recover
 from store.results import GetResult, GetStatus, RecoveryReport
 
 __all__ = ["MessageStore", "StoreConfig", "FlushDiskType", "GetResult", "GetStatus", "RecoveryReport",
            "StoreError", "FlushTimeout", "MessageTooLarge", "BatchTooLarge", "StoreClosed", "DiskFull",
            "BadReplicationData", "BadOffset"]
 
+log = logging.getLogger(__name__)
 
-class MessageStore:
+# one pending (written, not yet indexed) record: (end offset, topic, queue id, queue offset, CQ entry)
+_Pending = tuple[int, str, int, int, bytes]
+
+
+class MessageStore(Reader):
     def __init__(self, config: StoreConfig, now_ms: Callable[[], int]):
         self.config = config
         self._now_ms = now_ms
+        root = config.store_path_root_dir
+        self._checkpoint_path = root / "checkpoint"
+        self._log: CommitLog | None = None
+        self._queues: QueueTable | None = None
+        self._flush: FlushService | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._next_queue_offset: dict[tuple[str, int], int] = {}
+        self._pending: deque[_Pending] = deque()  # SYNC_FLUSH: written, awaiting fdatasync
+        self._waiters: deque[tuple[int, asyncio.Future]] = deque()
+        self._listeners: list[Callable[[str, int, int], None]] = []
+        self._indexed_offset = 0  # every record below it has its consume-queue entry written
+        self._last_checkpoint = Checkpoint()
+        self._disk_full = False
+        self._open = False
 
+    # --- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> RecoveryReport:
-        raise NotImplementedError
+        root = self.config.store_path_root_dir
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            self._log = CommitLog(root / "commitlog", self.config.mapped_file_size_commit_log)
+            self._queues = QueueTable(root / "consumequeue", self.config.mapped_file_size_consume_queue)
+            self._queues.load()
+        except (OSError, ValueError) as failure:
+            raise StoreIOError(f"cannot open the store at {root}: {failure}") from None
+        point = read_checkpoint(self._checkpoint_path)
+        report = recover(self._log, self._queues, point)
+        self._indexed_offset = self._log.write_offset
+        self._next_queue_offset = {(q.topic, q.queue_id): q.max_offset for q in self._queues.all()}
+        self._last_checkpoint = Checkpoint(
+            master_flushed_offset=point.master_flushed_offset if point else 0,
+            confirm_phy_offset=point.confirm_phy_offset if point else 0,
+            commit_log_flushed_offset=self._log.write_offset,
+            consume_queue_flushed_offset=min(point.consume_queue_flushed_offset, self._log.write_offset)
+            if point else self._log.min_offset)
+        self._log.files.sync_all()
+        self._queues.sync_all()
+        self._write_checkpoint(self._log.write_offset, self._log.write_offset, clean=False)
+        self._start_flush_thread()
+        self._open = True
+        log.info("store recovered: %s", report)
+        return report
 
-    async def put(self, drafts: Sequence[MessageDraft]) -> list[StoredMessage]:
-        raise NotImplementedError
+    def _start_flush_thread(self) -> None:
+        hooks = FlushHooks(written_offset=lambda: self._log.write_offset,
+                           sync_commit_log=self._log.files.sync,
+                           sync_queues_and_checkpoint=self._sync_queues_and_checkpoint,
+                           report=self._on_flushed)
+        self._flush = FlushService(
+            hooks, on_demand=self.config.flush_disk_type is FlushDiskType.SYNC_FLUSH,
+            interval_ms=self.config.flush_interval_commit_log_ms,
+            queue_interval_ms=self.config.flush_interval_consume_queue_ms,
+            flushed_offset=self._log.write_offset, call_soon_threadsafe=self._call_on_loop)
+        self._flush.start()
 
-    def get(self, topic: str, queue_id: int, offset: int, max_count: int, max_bytes: int = 4 << 20,
-            tag_codes: frozenset[int] | None = None) -> GetResult:
-        raise NotImplementedError
-
-    def read_at(self, commit_offset: int) -> StoredMessage | None:
-        raise NotImplementedError
-
-    def min_offset(self, topic: str, queue_id: int) -> int:
-        raise NotImplementedError
-
-    def max_offset(self, topic: str, queue_id: int) -> int:
-        raise NotImplementedError
-
-    def offset_for_timestamp(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
-        raise NotImplementedError
-
-    def earliest_store_time(self, topic: str, queue_id: int) -> int | None:
-        raise NotImplementedError
-
-    def queues(self) -> dict[str, list[int]]:
-        raise NotImplementedError
-
-    def delete_topic(self, topic: str) -> None:
-        raise NotImplementedError
-
-    def clean_expired(self) -> int:
-        raise NotImplementedError
-
-    def add_append_listener(self, fn: Callable[[str, int, int], None]) -> None:
-        raise NotImplementedError
-
-    def disk_usage_bytes(self) -> int:
-        raise NotImplementedError
+    def _call_on_loop(self, fn: Callable, *args) -> None:
+        """Flush thread: run ``fn`` on the loop that last put (none yet: nobody is waiting)."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(fn, *args)
 
     def shutdown(self) -> None:
-        raise NotImplementedError
+        if not self._open:
+            return
+        self._open = False
+        self._flush.stop()
+        self._log.files.sync_all()
+        self._on_flushed(self._log.write_offset, None)
+        self._queues.sync_all()
+        self._write_checkpoint(self._log.write_offset, self._indexed_offset, clean=True)
+        for _, waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_exception(StoreClosed("store shut down"))
+        self._waiters.clear()
+        self._queues.close()
+        self._log.files.close()
 
-    # replication hooks
-    def read_raw(self, commit_offset: int, max_bytes: int) -> bytes:
-        raise NotImplementedError
+    def _write_checkpoint(self, log_flushed: int, queues_flushed: int, clean: bool) -> None:
+        self._last_checkpoint = Checkpoint(
+            physic_msg_timestamp_ms=self._now_ms(), logics_msg_timestamp_ms=self._now_ms(),
+            master_flushed_offset=self._last_checkpoint.master_flushed_offset,
+            confirm_phy_offset=self._last_checkpoint.confirm_phy_offset,
+            commit_log_flushed_offset=log_flushed, consume_queue_flushed_offset=min(queues_flushed, log_flushed),
+            clean_shutdown=clean)
+        write_checkpoint(self._checkpoint_path, self._last_checkpoint)
 
-    def append_raw(self, commit_offset: int, data: bytes) -> None:
-        raise NotImplementedError
+    def _sync_queues_and_checkpoint(self, log_flushed: int) -> None:
+        """Flush thread: entries below ``indexed`` were written before it was read, so sync covers them."""
+        indexed = self._indexed_offset
+        self._queues.sync_all()
+        self._write_checkpoint(log_flushed, indexed, clean=False)
 
-    def truncate(self, commit_offset: int) -> None:
-        raise NotImplementedError
+    # --- writing -----------------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if not self._open:
+            raise StoreClosed("the store is not running")
 
+    async def put(self, drafts: Sequence[MessageDraft]) -> list[StoredMessage]:
+        self._check_open()
+        if len(drafts) > self.config.max_batch_put:
+            raise BatchTooLarge(f"{len(drafts)} records in one put, more than maxBatchPut {self.config.max_batch_put}")
+        if self._disk_full:
+            raise DiskFull(f"disk usage above diskSpaceWarningLevelRatio {self.config.disk_space_warning_level_ratio}%")
+        self._loop = asyncio.get_running_loop()
+        stored, pending = self._write(drafts)
+        if self.config.flush_disk_type is FlushDiskType.ASYNC_FLUSH:
+            self._index(pending)
+            return stored
+        waiter = self._loop.create_future()
+        self._pending.extend(pending)
+        self._waiters.append((self._log.write_offset, waiter))
+        self._flush.wake()
+        try:
+            await asyncio.wait_for(asyncio.shield(waiter), self.config.sync_flush_timeout_ms / 1000)
+        except asyncio.TimeoutError:
+            raise FlushTimeout(f"fdatasync did not finish within syncFlushTimeout "
+                               f"{self.config.sync_flush_timeout_ms} ms") from None
+        return stored
+
+    def _write(self, drafts: Sequence[MessageDraft]) -> tuple[list[StoredMessage], list[_Pending]]:
+        """Encode, assign queue offsets and append; nothing is assigned if anything is refused."""
+        limit = min(self.config.max_message_size, self._log.max_record_size())
+        tails = []
+        for draft in drafts:
+            try:
+                tail = record.encode_tail(draft)
+            except ValueError as failure:
+                raise MessageTooLarge(f"message to {draft.topic}: {failure}") from None
+            if record.HEADER_SIZE + len(tail) > limit:
+                raise MessageTooLarge(f"message to {draft.topic} is {record.HEADER_SIZE + len(tail)} bytes "
+                                      f"encoded, more than {limit} (maxMessageSize / segment size)")
+            tails.append(tail)
+        now = self._now_ms()
+        offsets = dict(self._next_queue_offset)
+        build, queue_offsets = [], []
+        for draft, tail in zip(drafts, tails):
+            key = (draft.topic, draft.queue_id)
+            queue_offset = offsets.get(key, 0)
+            offsets[key] = queue_offset + 1
+            queue_offsets.append(queue_offset)
+            build.append((record.HEADER_SIZE + len(tail), _sealer(tail, draft, queue_offset, now)))
+        try:
+            placed = self._log.append(build)
+        except OSError as failure:
+            raise DiskFull(f"commit log write failed: {failure}") from None
+        self._next_queue_offset = offsets
+        stored, pending = [], []
+        for draft, queue_offset, where in zip(drafts, queue_offsets, placed):
+            stored.append(StoredMessage(draft, where.commit_offset, where.size, queue_offset, now))
+            entry = encode_entry(where.commit_offset, where.size, tag_hash(draft.properties.get(Prop.TAG)))
+            pending.append((where.commit_offset + where.size, draft.topic, draft.queue_id, queue_offset, entry))
+        return stored, pending
+
+    def _index(self, pending: Sequence[_Pending]) -> None:
+        """Write consume-queue entries (grouped per queue) and wake listeners."""
+        runs: dict[tuple[str, int], tuple[int, list[bytes]]] = {}
+        for _, topic, queue_id, queue_offset, entry in pending:
+            first, entries = runs.setdefault((topic, queue_id), (queue_offset, []))
+            assert first + len(entries) == queue_offset, "queue offsets are consecutive"
+            entries.append(entry)
+        for (topic, queue_id), (first, entries) in runs.items():
+            self._queues.get_or_create(topic, queue_id).put(first, entries)
+        if pending:
+            self._indexed_offset = max(self._indexed_offset, pending[-1][0])
+        for (topic, queue_id), (first, entries) in runs.items():
+            for listener in self._listeners:
+                try:
+                    listener(topic, queue_id, first + len(entries))
+                except Exception:  # a listener's bug must not fail a put
+                    log.exception("append listener failed")
+
+    def _on_flushed(self, flushed: int, error: BaseException | None) -> None:
+        """Event loop: index what became durable and resolve the waiters it covers."""
+        if self._log is None:
+            return
+        flushed = min(flushed, self._log.write_offset)
+        ready = []
+        while self._pending and self._pending[0][0] <= flushed and error is None:
+            ready.append(self._pending.popleft())
+        if ready and self._queues is not None:
+            self._index(ready)
+        while self._waiters and (self._waiters[0][0] <= flushed or error is not None):
+            _, waiter = self._waiters.popleft()
+            if not waiter.done():
+                if error is None:
+                    waiter.set_result(None)
+                else:
+                    waiter.set_exception(StoreIOError(f"fdatasync failed: {error}"))
+
+    def add_append_listener(self, fn: Callable[[str, int, int], None]) -> None:
+        self._listeners.append(fn)
+
+    # --- replication -------------------------------------------------------------------------------
     @property
     def commit_log_min_offset(self) -> int:
-        raise NotImplementedError
+        return self._log.min_offset
 
     @property
     def commit_log_max_offset(self) -> int:
-        raise NotImplementedError
+        return self._log.write_offset
 
     @property
     def flushed_offset(self) -> int:
-        raise NotImplementedError
+        return min(self._flush.flushed_offset, self._log.write_offset) if self._flush else self._log.write_offset
+
+    def read_raw(self, commit_offset: int, max_bytes: int) -> bytes:
+        self._check_open()
+        if not self._log.min_offset <= commit_offset <= self._log.write_offset:
+            raise BadOffset(f"read_raw at {commit_offset}, outside the log "
+                            f"[{self._log.min_offset}, {self._log.write_offset}]")
+        return self._log.read_raw(commit_offset, max_bytes)
+
+    def append_raw(self, commit_offset: int, data: bytes) -> None:
+        """Slave side: append whole records copied from the master, at our log's end, and index them."""
+        self._check_open()
+        if self._pending:
+            raise BadReplicationData("append_raw while local puts await their flush")
+        found = self._log.validate_raw(commit_offset, data)
+        if isinstance(found, str):
+            raise BadReplicationData(found)
+        for low, high in _segment_runs(self._log, commit_offset, found):
+            self._log.files.write(commit_offset + low, data[low:high])
+        pending = []
+        for pos, info in found:
+            if info.kind is record.Kind.MESSAGE:
+                message = record.decode(data, pos, commit_offset + pos, self._log.room(commit_offset + pos))
+                assert not isinstance(message, Invalid)
+                entry = encode_entry(message.commit_offset, message.size, tag_hash(message.tag))
+                pending.append((message.next_commit_offset, message.topic, message.queue_id,
+                                message.queue_offset, entry))
+                self._next_queue_offset[(message.topic, message.queue_id)] = message.queue_offset + 1
+        self._log.write_offset = commit_offset + sum(info.size for _, info in found)
+        self._index(pending)
+        self._flush.wake()
+
+    def truncate(self, commit_offset: int) -> None:
+        """Cut the log to ``commit_offset`` (a record boundary) physically and repair the queues."""
+        self._check_open()
+        log_ = self._log
+        if not log_.min_offset <= commit_offset <= log_.write_offset:
+            raise BadOffset(f"truncate to {commit_offset}, outside the log [{log_.min_offset}, {log_.write_offset}]")
+        if commit_offset < log_.write_offset and isinstance(log_.info_at(commit_offset), Invalid):
+            raise BadOffset(f"truncate to {commit_offset}: not a record boundary")
+        log_.cut(commit_offset)
+        self._flush.reset(commit_offset)
+        self._fail_pending_beyond(commit_offset)
+        for queue in self._queues.all():
+            queue.cut_beyond(commit_offset)
+        self._next_queue_offset = {(q.topic, q.queue_id): q.max_offset for q in self._queues.all()}
+        self._indexed_offset = min(self._indexed_offset, commit_offset)
+        self._queues.sync_all()
+        self._write_checkpoint(commit_offset, self._indexed_offset, clean=False)
+
+    def _fail_pending_beyond(self, commit_offset: int) -> None:
+        self._pending = deque(item for item in self._pending if item[0] <= commit_offset)
+        kept = deque()
+        for end, waiter in self._waiters:
+            if end > commit_offset and not waiter.done():
+                waiter.set_exception(BadOffset(f"truncated to {commit_offset} before the flush"))
+            elif end <= commit_offset:
+                kept.append((end, waiter))
+        self._waiters = kept
+
+    # --- retention ---------------------------------------------------------------------------------
+    def delete_topic(self, topic: str) -> None:
+        self._check_open()
+        self._queues.delete_topic(topic)
+        for key in [key for key in self._next_queue_offset if key[0] == topic]:
+            del self._next_queue_offset[key]
+
+    def disk_usage_bytes(self) -> int:
+        return self._log.files.total_bytes() + sum(q.files.total_bytes() for q in self._queues.all())
+
+    def clean_expired(self) -> int:
+        """Delete expired or (under disk pressure) oldest commit-log segments; returns how many."""
+        self._check_open()
+        ratio = retention.disk_used_percent(self.config.store_path_root_dir)
+        self._disk_full = ratio >= self.config.disk_space_warning_level_ratio
+        segments = retention.describe_segments(self._log, self.flushed_offset)
+        doomed = retention.choose(segments, now_ms=self._now_ms(), config=self.config, disk_used_percent=ratio)
+        for start in doomed:
+            self._log.files.delete_segment(start)
+        if doomed:
+            for queue in self._queues.all():
+                queue.advance_min(self._log.min_offset)
+        return len(doomed)
+
+
+def _sealer(tail: bytes, draft: MessageDraft, queue_offset: int, now: int) -> Callable[[int], bytes]:
+    return lambda commit_offset: record.seal(tail, draft.queue_id, queue_offset, commit_offset,
+                                             now, draft.born_timestamp_ms)
+
+
+def _segment_runs(log_: CommitLog, base: int, found) -> list[tuple[int, int]]:
+    """Split validated records at ``base`` into (low, high) byte ranges that stay in one segment."""
+    runs: list[tuple[int, int]] = []
+    for pos, info in found:
+        if runs and log_.files.segment_start(base + runs[-1][0]) == log_.files.segment_start(base + pos):
+            runs[-1] = (runs[-1][0], pos + info.size)
+        else:
+            runs.append((pos, pos + info.size))
+    return runs

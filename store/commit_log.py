@@ -1,0 +1,198 @@
+"""The commit log: records appended back to back in fixed-size segments.
+
+Rules:
+
+* ``write_offset`` is the end of the last whole, valid record; everything below it (down to
+  ``min_offset``, the first segment's start) is a sequence of valid records.  Bytes above it
+  are garbage to be overwritten or cut.
+* A record never crosses a segment; when one does not fit (keeping ``BLANK_SIZE`` spare), a
+  BLANK record fills the segment's rest and the record starts the next segment.
+* Recovery (:meth:`scan`) trusts nothing: it walks records from a known boundary checking
+  CRC and position, stops at the first invalid one and :meth:`cut` removes the rest
+  physically, later segments included.  A torn or corrupt tail is therefore never served.
+* Replication moves whole records only: :meth:`read_raw` returns whole records,
+  :meth:`validate_raw` checks a received run before anything is written, :meth:`cut` fsyncs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+from store import record
+from store.record import BLANK_SIZE, Invalid, Kind, RecordInfo
+from store.segmented_file import SegmentedFile
+
+SCAN_CHUNK_BYTES = 4 << 20
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A record written to the log."""
+
+    commit_offset: int
+    size: int
+
+
+@dataclass(frozen=True)
+class ScanEnd:
+    offset: int  # end of the last valid record
+    reason: Invalid | None  # why scanning stopped (None: clean end of the data)
+
+
+class CommitLog:
+    def __init__(self, directory: Path, segment_size: int):
+        self.files = SegmentedFile(directory, segment_size)
+        self.segment_size = segment_size
+        starts = self.files.starts()
+        self.write_offset = starts[0] if starts else 0  # set properly by recovery
+
+    @property
+    def min_offset(self) -> int:
+        starts = self.files.starts()
+        return starts[0] if starts else self.write_offset
+
+    def room(self, offset: int) -> int:
+        return self.files.segment_start(offset) + self.segment_size - offset
+
+    def max_record_size(self) -> int:
+        return self.segment_size - BLANK_SIZE
+
+    # --- appending -------------------------------------------------------------------------
+    def place(self, size: int) -> tuple[int, bytes]:
+        """Where a record of ``size`` goes next, and the blank to write first (maybe empty)."""
+        assert size <= self.max_record_size()
+        room = self.room(self.write_offset)
+        if size + BLANK_SIZE <= room:
+            return self.write_offset, b""
+        return self.write_offset + room, record.encode_blank(room)
+
+    def append(self, build: Iterable[tuple[int, Callable[[int], bytes]]]) -> list[Placed]:
+        """Append records given as (size, seal(commit_offset) -> bytes); one write per segment."""
+        placed: list[Placed] = []
+        chunk_start, chunk = self.write_offset, []
+        offset = self.write_offset
+        for size, seal in build:
+            room = self.room(offset)
+            if size + BLANK_SIZE > room:
+                chunk.append(record.encode_blank(room))
+                self._write(chunk_start, chunk)
+                offset += room
+                chunk_start, chunk = offset, []
+            data = seal(offset)
+            assert len(data) == size
+            chunk.append(data)
+            placed.append(Placed(offset, size))
+            offset += size
+        self._write(chunk_start, chunk)
+        self.write_offset = offset
+        return placed
+
+    def _write(self, start: int, parts: list[bytes]) -> None:
+        if parts:
+            self.files.write(start, b"".join(parts))
+
+    # --- reading ---------------------------------------------------------------------------
+    def read(self, offset: int, size: int) -> bytes:
+        if offset < self.min_offset or offset + size > self.write_offset:
+            return b""
+        return self.files.read(offset, size)
+
+    def read_message(self, offset: int, size: int | None = None):
+        """The message at ``offset`` (checked and decoded), or None if there is none."""
+        if offset < self.min_offset or offset >= self.write_offset:
+            return None
+        if size is None:
+            size = record.declared_size(self.files.read(offset, 4))
+        data = self.read(offset, size)
+        if not data:
+            return None
+        decoded = record.decode(data, 0, offset, self.room(offset))
+        return None if isinstance(decoded, Invalid) else decoded
+
+    def info_at(self, offset: int) -> RecordInfo | Invalid:
+        size = record.declared_size(self.files.read(offset, 4))
+        return record.check(self.files.read(offset, max(size, 8)), 0, offset, self.room(offset))
+
+    def read_raw(self, offset: int, max_bytes: int) -> bytes:
+        """Whole records from ``offset`` (a record boundary), at least one if any, within a segment."""
+        if offset < self.min_offset or offset > self.write_offset:
+            raise ValueError(f"offset {offset} outside the log [{self.min_offset}, {self.write_offset}]")
+        limit = min(self.write_offset - offset, self.room(offset))
+        data = self.files.read(offset, min(limit, max(max_bytes, 8)))
+        end = 0
+        while end < len(data):
+            info = record.check(data, end, offset + end, self.room(offset + end))
+            if isinstance(info, Invalid):
+                break
+            end += info.size
+        if end == 0 and data:
+            size = record.declared_size(data)
+            whole = self.files.read(offset, size)
+            info = record.check(whole, 0, offset, self.room(offset))
+            return b"" if isinstance(info, Invalid) else whole
+        return data[:end]
+
+    # --- recovery and truncation -------------------------------------------------------------
+    def scan(self, start: int, visit: Callable[[int, bytes | memoryview, int, RecordInfo], None]) -> ScanEnd:
+        """Walk valid records from boundary ``start``; ``visit(offset, buf, pos, info)`` each message."""
+        offset, needed = start, 0
+        starts = set(self.files.starts())
+        while True:
+            segment = self.files.segment_start(offset)
+            if segment not in starts:
+                return ScanEnd(offset, None)
+            room = self.room(offset)
+            want = min(room, max(SCAN_CHUNK_BYTES, needed))
+            data = self.files.read(offset, want)
+            pos, info = self._walk(data, offset, room, visit)
+            if isinstance(info, Invalid):
+                if info is Invalid.TRUNCATED and len(data) == want < room:
+                    # the chunk ended inside a record: read again from it, whole
+                    needed = 0 if pos else record.declared_size(data)
+                    offset += pos
+                    continue
+                clean = info is Invalid.EMPTY and offset + pos == self.files.end()
+                return ScanEnd(offset + pos, None if clean else info)
+            offset, needed = offset + pos, 0
+            if pos == 0:
+                return ScanEnd(offset, None if offset == self.files.end() else Invalid.EMPTY)
+
+    @staticmethod
+    def _walk(data, offset: int, room: int, visit) -> tuple[int, RecordInfo | Invalid | None]:
+        pos, info = 0, None
+        while pos < len(data):
+            info = record.check(data, pos, offset + pos, room - pos)
+            if isinstance(info, Invalid):
+                return pos, info
+            pos += info.size
+            if info.kind is Kind.BLANK:
+                return pos, info
+            visit(offset + pos - info.size, data, pos - info.size, info)
+        if pos < len(data):
+            return pos, Invalid.TRUNCATED
+        return pos, info
+
+    def _last(self, segment: int) -> bool:
+        return segment == self.files.starts()[-1]
+
+    def cut(self, offset: int) -> int:
+        """Remove every byte at or above ``offset`` physically (fsynced); returns bytes removed."""
+        removed = sum(self.files.file_length(start) - max(0, offset - start)
+                      for start in self.files.starts() if start + self.files.file_length(start) > offset)
+        self.files.truncate(offset)
+        self.write_offset = offset
+        return removed
+
+    def validate_raw(self, offset: int, data: bytes) -> list[tuple[int, RecordInfo]] | str:
+        """Every record of a replicated run at ``offset``, or why the run is not acceptable."""
+        if offset != self.write_offset:
+            return f"append at {offset} but the log ends at {self.write_offset}"
+        found, pos = [], 0
+        while pos < len(data):
+            info = record.check(data, pos, offset + pos, self.room(offset + pos))
+            if isinstance(info, Invalid):
+                return f"record at {offset + pos} is invalid ({info.value})"
+            found.append((pos, info))
+            pos += info.size
+        return found

@@ -1,0 +1,124 @@
+"""One consume queue: the index of (topic, queue_id) into the commit log.
+
+Rules:
+
+* Entry ``n`` (queue offset ``n``) is 20 bytes at byte ``n * 20`` of segment files under
+  ``consumequeue/TOPIC/QUEUE_ID/``, named by their start byte offset.
+* ``max_offset`` is the next queue offset to be written; ``min_offset`` the first entry
+  still backed by the commit log (entries below the log's min are retained files only).
+* A consume queue is never trusted beyond the commit log: :meth:`cut_beyond` drops every
+  tail entry that ends past the log's end, physically (upstream bug #7689 served offsets
+  that ran ahead of a truncated log).
+* Written only from the event-loop thread; :meth:`sync` may run on the flush thread.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from store.config import CQ_ENTRY_SIZE
+from store.cq_entry import CqEntry, decode_entries, encode_entry, first_index
+from store.segmented_file import SegmentedFile
+
+CUT_SCAN_ENTRIES = 4096
+
+
+class ConsumeQueue:
+    def __init__(self, topic: str, queue_id: int, directory: Path, segment_size: int):
+        self.topic, self.queue_id = topic, queue_id
+        self.directory = directory
+        self.files = SegmentedFile(directory, segment_size)
+        self.entries_per_segment = segment_size // CQ_ENTRY_SIZE
+        starts = self.files.starts()
+        self.min_offset = starts[0] // CQ_ENTRY_SIZE if starts else 0
+        self.max_offset = self.files.end() // CQ_ENTRY_SIZE
+        self.dirty = False
+
+    # --- writing -------------------------------------------------------------------------------
+    def put(self, queue_offset: int, entries: list[bytes]) -> None:
+        """Write encoded entries for ``queue_offset``, ``queue_offset + 1``, ...; one write per segment."""
+        if not entries:
+            return
+        if self.max_offset == self.min_offset == 0 and not self.files.starts():
+            self.min_offset = queue_offset - queue_offset % self.entries_per_segment
+        index = 0
+        while index < len(entries):
+            offset = queue_offset + index
+            room = self.entries_per_segment - offset % self.entries_per_segment
+            part = entries[index:index + room]
+            self.files.write(offset * CQ_ENTRY_SIZE, b"".join(part))
+            index += len(part)
+        self.max_offset = max(self.max_offset, queue_offset + len(entries))
+        self.dirty = True
+
+    def put_one(self, queue_offset: int, commit_offset: int, size: int, tag_code: int) -> None:
+        self.put(queue_offset, [encode_entry(commit_offset, size, tag_code)])
+
+    # --- reading -------------------------------------------------------------------------------
+    def entries(self, offset: int, count: int) -> list[CqEntry]:
+        """Up to ``count`` entries from ``offset`` (fewer at a segment end or at max_offset)."""
+        count = min(count, self.max_offset - offset)
+        if count <= 0 or offset < 0:
+            return []
+        return decode_entries(self.files.read(offset * CQ_ENTRY_SIZE, count * CQ_ENTRY_SIZE))
+
+    def entry(self, offset: int) -> CqEntry | None:
+        found = self.entries(offset, 1)
+        return found[0] if found else None
+
+    # --- repair --------------------------------------------------------------------------------
+    def cut_beyond(self, log_end: int) -> int:
+        """Drop tail entries that end past ``log_end``; returns how many were dropped."""
+        keep = self.max_offset
+        while keep > self.min_offset:
+            low = max(self.min_offset, keep - CUT_SCAN_ENTRIES)
+            batch = self._read_range(low, keep)
+            inside = [i for i, entry in enumerate(batch) if not entry.is_hole and entry.end <= log_end]
+            if inside:
+                keep = low + inside[-1] + 1
+                break
+            keep = low
+        dropped = self.max_offset - keep
+        if dropped or self.files.end() > keep * CQ_ENTRY_SIZE:
+            self.files.truncate(keep * CQ_ENTRY_SIZE)
+            self.max_offset = keep
+            self.min_offset = min(self.min_offset, keep)
+        return dropped
+
+    def _read_range(self, low: int, high: int) -> list[CqEntry]:
+        found: list[CqEntry] = []
+        while low + len(found) < high:
+            more = self.entries(low + len(found), high - low - len(found))
+            if not more:
+                break
+            found += more
+        return found
+
+    def advance_min(self, log_min: int) -> None:
+        """Forget entries whose record is below the commit log's min (deleted by retention)."""
+        for start in self.files.starts()[:-1]:
+            last = self.entry(start // CQ_ENTRY_SIZE + self.entries_per_segment - 1)
+            if last is not None and last.end <= log_min:
+                self.files.delete_segment(start)
+        starts = self.files.starts()
+        base = max(self.min_offset, starts[0] // CQ_ENTRY_SIZE if starts else self.max_offset)
+        count = self.max_offset - base
+
+        def backed(index: int) -> bool:
+            entry = self.entry(base + index)
+            return entry is not None and not entry.is_hole and entry.commit_offset >= log_min
+
+        self.min_offset = base + first_index(count, backed)
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    def sync(self) -> None:
+        if self.dirty:
+            self.dirty = False
+            self.files.sync_all()
+
+    def close(self) -> None:
+        self.files.close()
+
+    def destroy(self) -> None:
+        self.files.close()
+        shutil.rmtree(self.directory, ignore_errors=True)

@@ -1,0 +1,105 @@
+"""Reading the store: get by queue offset, read by commit offset, offsets and timestamps.
+
+Rules: reads go through consume queues bounded by the queue's [min, max), then check every
+record's CRC and position before serving it; a record that fails is skipped and logged, never
+served.  Tag filtering compares consume-queue tag codes and skips without reading the log.
+A get examines at most ``maxGetScanEntries`` entries and returns at least one message if one
+is found even when it exceeds ``max_bytes``.  Mixed into MessageStore, which owns the state
+(``_log``, ``_queues``, ``config``).
+"""
+from __future__ import annotations
+
+import logging
+
+from metadata.message import StoredMessage
+from store.consume_queue import ConsumeQueue
+from store.cq_entry import CqEntry, first_index
+from store.record import STORE_TS_POSITION
+from store.results import GetResult, GetStatus
+
+log = logging.getLogger(__name__)
+
+
+class Reader:
+    def _check_open(self) -> None:  # overridden by MessageStore
+        raise NotImplementedError
+
+    def get(self, topic: str, queue_id: int, offset: int, max_count: int, max_bytes: int = 4 << 20,
+            tag_codes: frozenset[int] | None = None) -> GetResult:
+        self._check_open()
+        queue = self._queues.get(topic, queue_id)
+        if queue is None or queue.max_offset == 0:
+            return GetResult([], 0, 0, 0, GetStatus.NO_MESSAGE_IN_QUEUE)
+        low, high = queue.min_offset, queue.max_offset
+        if offset < low:
+            return GetResult([], low, low, high, GetStatus.OFFSET_TOO_SMALL)
+        if offset >= high:
+            return GetResult([], high, low, high, GetStatus.OFFSET_OVERFLOW)
+        messages, next_offset = self._collect(queue, offset, max(1, min(max_count, self.config.max_get_count)),
+                                              max_bytes, tag_codes)
+        status = GetStatus.FOUND if messages else GetStatus.NO_MATCHED
+        return GetResult(messages, next_offset, low, high, status)
+
+    def _collect(self, queue: ConsumeQueue, offset: int, max_count: int, max_bytes: int,
+                 tag_codes: frozenset[int] | None) -> tuple[list[StoredMessage], int]:
+        messages: list[StoredMessage] = []
+        total, scanned, cursor = 0, 0, offset
+        budget = self.config.max_get_scan_entries
+        while scanned < budget and len(messages) < max_count:
+            batch = queue.entries(cursor, min(budget - scanned, 1024))
+            if not batch:
+                break
+            for entry in batch:
+                if len(messages) >= max_count or (messages and total + entry.size > max_bytes):
+                    return messages, cursor
+                cursor, scanned = cursor + 1, scanned + 1
+                if entry.is_hole or (tag_codes is not None and entry.tag_code not in tag_codes):
+                    continue
+                message = self._log.read_message(entry.commit_offset, entry.size)
+                if message is None:
+                    log.error("%s-%d offset %d: commit-log record at %d is missing or corrupt; skipped",
+                              queue.topic, queue.queue_id, cursor - 1, entry.commit_offset)
+                    continue
+                messages.append(message)
+                total += entry.size
+        return messages, cursor
+
+    def read_at(self, commit_offset: int) -> StoredMessage | None:
+        self._check_open()
+        return self._log.read_message(commit_offset)
+
+    def min_offset(self, topic: str, queue_id: int) -> int:
+        queue = self._queues.get(topic, queue_id)
+        return queue.min_offset if queue else 0
+
+    def max_offset(self, topic: str, queue_id: int) -> int:
+        queue = self._queues.get(topic, queue_id)
+        return queue.max_offset if queue else 0
+
+    def queues(self) -> dict[str, list[int]]:
+        return self._queues.topics()
+
+    def _store_time(self, entry: CqEntry | None) -> int | None:
+        if entry is None or entry.is_hole:
+            return None
+        data = self._log.read(entry.commit_offset + STORE_TS_POSITION, 8)
+        return int.from_bytes(data, "big", signed=True) if len(data) == 8 else None
+
+    def offset_for_timestamp(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        """The first offset whose store time is >= ``timestamp_ms`` (max offset if none)."""
+        queue = self._queues.get(topic, queue_id)
+        if queue is None:
+            return 0
+        low = queue.min_offset
+
+        def at_or_after(index: int) -> bool:
+            stored = self._store_time(queue.entry(low + index))
+            return stored is not None and stored >= timestamp_ms
+
+        return low + first_index(queue.max_offset - low, at_or_after)
+
+    def earliest_store_time(self, topic: str, queue_id: int) -> int | None:
+        queue = self._queues.get(topic, queue_id)
+        if queue is None or queue.min_offset >= queue.max_offset:
+            return None
+        return self._store_time(queue.entry(queue.min_offset))

@@ -1,0 +1,221 @@
+"""Commit-log record format: encode, check and decode, with no file I/O.
+
+Rules:
+
+* A record is self-describing and self-checking.  Big-endian, fixed 52-byte header::
+
+      0  total_size   u32   bytes of the whole record, header included
+      4  magic        u32   MESSAGE_MAGIC or BLANK_MAGIC
+      8  crc32        u32   zlib.crc32 of bytes [0, 8) followed by [12, total_size)
+      12 queue_id     i32
+      16 flags        u32   reserved, 0
+      20 queue_offset i64   logical offset in (topic, queue_id)
+      28 commit_offset i64  physical offset of this record in the commit log
+      36 store_ts     i64   ms
+      44 born_ts      i64   ms
+
+  then ``topic`` (u16 length + UTF-8), ``born_host`` (u16 + UTF-8), system properties and
+  user properties (each u32 byte length + entries of u16 key length, key, u32 value length,
+  value, all UTF-8), and ``body`` (u32 length + bytes).  The sections must add up to
+  ``total_size`` exactly.
+* The CRC covers every byte but itself (size and magic included), so any single-byte change
+  and any truncation is detected; the ``commit_offset`` field makes a record valid only at
+  its own position, so stale bytes from elsewhere are never taken for a record.
+* A segment ends with a BLANK record (12-byte header: size, magic, CRC of the first 8
+  bytes) whose size runs to the segment's end; the rest of it is zero padding.  A writer
+  therefore always keeps ``BLANK_SIZE`` bytes free at the end of a segment.
+* Checking never raises: it returns a :class:`Invalid` reason, so garbage cannot crash a
+  reader.  Decoding a record that checked valid cannot fail.
+"""
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass
+from enum import Enum
+from typing import Mapping
+
+from metadata.message import MessageDraft, StoredMessage
+
+MESSAGE_MAGIC = 0xDA7A5EED
+BLANK_MAGIC = 0xB1A4CEED
+HEADER = struct.Struct(">IIIiIqqqq")
+HEADER_SIZE = HEADER.size  # 52
+BLANK = struct.Struct(">III")
+BLANK_SIZE = BLANK.size  # 12
+_U16 = struct.Struct(">H")
+_U32 = struct.Struct(">I")
+_I64 = struct.Struct(">q")
+STORE_TS_POSITION = 36
+MAX_SHORT = 0xFFFF
+
+
+class Invalid(str, Enum):
+    """Why the bytes at a position are not a valid record."""
+
+    TRUNCATED = "TRUNCATED"  # fewer bytes than the record claims (a torn tail)
+    EMPTY = "EMPTY"  # zeros: nothing was ever written here
+    BAD_MAGIC = "BAD_MAGIC"
+    BAD_SIZE = "BAD_SIZE"
+    BAD_CRC = "BAD_CRC"
+    BAD_OFFSET = "BAD_OFFSET"  # a valid record, but it belongs at another position
+    BAD_LAYOUT = "BAD_LAYOUT"  # sections do not add up, or text is not UTF-8
+
+
+class Kind(str, Enum):
+    MESSAGE = "MESSAGE"
+    BLANK = "BLANK"
+
+
+@dataclass(frozen=True)
+class RecordInfo:
+    """What a cheap check learns about a valid record (no body decoding)."""
+
+    kind: Kind
+    size: int
+    queue_id: int = 0
+    queue_offset: int = 0
+    store_timestamp_ms: int = 0
+
+
+def _text(value: str, limit_bytes: int, what: str) -> bytes:
+    data = value.encode("utf-8")
+    if len(data) > limit_bytes:
+        raise ValueError(f"{what} is {len(data)} bytes, more than {limit_bytes}")
+    return data
+
+
+def encode_properties(props: Mapping[str, str]) -> bytes:
+    parts = []
+    for key, value in props.items():
+        k = _text(key, MAX_SHORT, "property key")
+        v = value.encode("utf-8")
+        parts += [_U16.pack(len(k)), k, _U32.pack(len(v)), v]
+    data = b"".join(parts)
+    return _U32.pack(len(data)) + data
+
+
+def encode_tail(draft: MessageDraft) -> bytes:
+    """Everything after the header; its length fixes the record size before placement."""
+    topic = _text(draft.topic, MAX_SHORT, "topic")
+    host = _text(draft.born_host, MAX_SHORT, "born host")
+    return b"".join([_U16.pack(len(topic)), topic, _U16.pack(len(host)), host,
+                     encode_properties(draft.properties), encode_properties(draft.user_properties),
+                     _U32.pack(len(draft.body)), draft.body])
+
+
+def seal(tail: bytes, queue_id: int, queue_offset: int, commit_offset: int,
+         store_timestamp_ms: int, born_timestamp_ms: int) -> bytes:
+    """Header + tail with its CRC: the bytes written to the commit log."""
+    size = HEADER_SIZE + len(tail)
+    head = HEADER.pack(size, MESSAGE_MAGIC, 0, queue_id, 0, queue_offset, commit_offset,
+                       store_timestamp_ms, born_timestamp_ms)
+    crc = zlib.crc32(tail, zlib.crc32(head[12:], zlib.crc32(head[:8])))
+    return head[:8] + _U32.pack(crc) + head[12:] + tail
+
+
+def encode_record(draft: MessageDraft, queue_offset: int, commit_offset: int, store_timestamp_ms: int) -> bytes:
+    return seal(encode_tail(draft), draft.queue_id, queue_offset, commit_offset,
+                store_timestamp_ms, draft.born_timestamp_ms)
+
+
+def encode_blank(size: int) -> bytes:
+    """The end-of-segment marker of ``size`` bytes (header plus zero padding)."""
+    assert size >= BLANK_SIZE, size
+    head = struct.pack(">II", size, BLANK_MAGIC)
+    return head + _U32.pack(zlib.crc32(head)) + bytes(size - BLANK_SIZE)
+
+
+def check(buf: bytes | memoryview, pos: int, commit_offset: int, room: int) -> RecordInfo | Invalid:
+    """Validate the record at ``buf[pos:]`` that should sit at ``commit_offset``.
+
+    ``room`` is how many bytes remain until the segment's end; a record never crosses it and
+    a blank runs exactly to it.  Only CRC and header are examined (no decoding).
+    """
+    available = len(buf) - pos
+    if available < 8:
+        return Invalid.EMPTY if not any(buf[pos:]) else Invalid.TRUNCATED
+    size, magic = struct.unpack_from(">II", buf, pos)
+    if size == 0 and magic == 0:
+        return Invalid.EMPTY
+    if magic == BLANK_MAGIC:
+        return _check_blank(buf, pos, size, room)
+    if magic != MESSAGE_MAGIC:
+        return Invalid.BAD_MAGIC
+    if size < HEADER_SIZE or size > room - BLANK_SIZE:
+        return Invalid.BAD_SIZE
+    if available < size:
+        return Invalid.TRUNCATED
+    view = memoryview(buf)[pos:pos + size]
+    (crc,) = _U32.unpack_from(view, 8)
+    if zlib.crc32(view[12:], zlib.crc32(view[:8])) != crc:
+        return Invalid.BAD_CRC
+    _, _, _, queue_id, _, queue_offset, at, store_ts, _ = HEADER.unpack_from(view)
+    if at != commit_offset:
+        return Invalid.BAD_OFFSET
+    return RecordInfo(Kind.MESSAGE, size, queue_id, queue_offset, store_ts)
+
+
+def _check_blank(buf, pos: int, size: int, room: int) -> RecordInfo | Invalid:
+    if len(buf) - pos < BLANK_SIZE:
+        return Invalid.TRUNCATED
+    (crc,) = _U32.unpack_from(buf, pos + 8)
+    if zlib.crc32(bytes(buf[pos:pos + 8])) != crc:
+        return Invalid.BAD_CRC
+    if size != room or size < BLANK_SIZE:
+        return Invalid.BAD_SIZE
+    return RecordInfo(Kind.BLANK, size)
+
+
+class _Reader:
+    __slots__ = ("view", "pos")
+
+    def __init__(self, view: memoryview, pos: int):
+        self.view, self.pos = view, pos
+
+    def take(self, count: int) -> memoryview:
+        if self.pos + count > len(self.view):
+            raise ValueError("section runs past the record")
+        part = self.view[self.pos:self.pos + count]
+        self.pos += count
+        return part
+
+    def short_text(self) -> str:
+        return str(self.take(_U16.unpack(self.take(2))[0]), "utf-8")
+
+    def properties(self) -> dict[str, str]:
+        section = _Reader(self.take(_U32.unpack(self.take(4))[0]), 0)
+        props = {}
+        while section.pos < len(section.view):
+            key = section.short_text()
+            props[key] = str(section.take(_U32.unpack(section.take(4))[0]), "utf-8")
+        return props
+
+
+def decode(buf: bytes | memoryview, pos: int, commit_offset: int, room: int) -> StoredMessage | Invalid:
+    """Check then decode the message record at ``buf[pos:]``; a blank is ``Invalid.BAD_MAGIC``."""
+    info = check(buf, pos, commit_offset, room)
+    if isinstance(info, Invalid):
+        return info
+    if info.kind is Kind.BLANK:
+        return Invalid.BAD_MAGIC
+    view = memoryview(buf)[pos:pos + info.size]
+    born_ts = _I64.unpack_from(view, 44)[0]
+    try:
+        reader = _Reader(view, HEADER_SIZE)
+        topic, host = reader.short_text(), reader.short_text()
+        props, user_props = reader.properties(), reader.properties()
+        body = bytes(reader.take(_U32.unpack(reader.take(4))[0]))
+        if reader.pos != info.size:
+            return Invalid.BAD_LAYOUT
+    except (ValueError, struct.error, UnicodeDecodeError):
+        return Invalid.BAD_LAYOUT
+    draft = MessageDraft(topic=topic, queue_id=info.queue_id, body=body, born_timestamp_ms=born_ts,
+                         born_host=host, properties=props, user_properties=user_props)
+    return StoredMessage(draft=draft, commit_offset=commit_offset, size=info.size,
+                         queue_offset=info.queue_offset, store_timestamp_ms=info.store_timestamp_ms)
+
+
+def declared_size(buf: bytes | memoryview, pos: int = 0) -> int:
+    """The size field of the record at ``pos`` (unchecked), or 0 if too few bytes."""
+    return _U32.unpack_from(buf, pos)[0] if len(buf) - pos >= 4 else 0

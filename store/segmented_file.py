@@ -1,0 +1,153 @@
+"""A logical byte space kept in fixed-size segment files named by their start offset.
+
+Rules:
+
+* Segment ``n`` covers ``[start, start + segment_size)`` and is the file named ``start``
+  written as 20 digits (RocketMQ's naming).  Files grow as they are written (no
+  preallocation); a write never crosses a segment boundary (callers arrange that).
+* Creating, deleting and truncating a file fsyncs its directory, so a file that held
+  acknowledged bytes cannot vanish after a crash.
+* Plain ``os.pwrite``/``os.pread``/``os.fdatasync``.  Writes come from the event-loop thread;
+  :meth:`sync` may run on the flush thread.  A lock guards the table of open files against
+  a concurrent sync, and is held during fdatasync so a file is never closed under it.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+NAME_DIGITS = 20
+
+
+def segment_name(start: int) -> str:
+    return f"{start:0{NAME_DIGITS}d}"
+
+
+def fsync_directory(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def make_directories(path: Path) -> None:
+    """``mkdir -p`` that fsyncs every parent whose entries changed."""
+    missing = []
+    probe = path
+    while not probe.exists():
+        missing.append(probe)
+        probe = probe.parent
+    for directory in reversed(missing):
+        directory.mkdir(exist_ok=True)
+        fsync_directory(directory.parent)
+
+
+class SegmentedFile:
+    def __init__(self, directory: Path, segment_size: int):
+        self.directory = Path(directory)
+        self.segment_size = segment_size
+        self._fds: dict[int, int] = {}
+        self._lock = threading.Lock()
+        make_directories(self.directory)
+        for entry in sorted(self.directory.iterdir()):
+            if entry.is_file() and len(entry.name) == NAME_DIGITS and entry.name.isdigit():
+                start = int(entry.name)
+                if start % segment_size:
+                    raise ValueError(f"{entry}: segment start {start} is not a multiple of {segment_size}; "
+                                     f"was the segment size changed?")
+                self._fds[start] = os.open(entry, os.O_RDWR)
+
+    # --- shape ---------------------------------------------------------------------------
+    def starts(self) -> list[int]:
+        return sorted(self._fds)
+
+    def segment_start(self, offset: int) -> int:
+        return offset - offset % self.segment_size
+
+    def file_length(self, start: int) -> int:
+        fd = self._fds.get(start)
+        return os.fstat(fd).st_size if fd is not None else 0
+
+    def end(self) -> int:
+        """One past the last byte present in the last segment (0 when empty)."""
+        starts = self.starts()
+        return starts[-1] + self.file_length(starts[-1]) if starts else 0
+
+    def total_bytes(self) -> int:
+        return sum(self.file_length(start) for start in self.starts())
+
+    # --- data ----------------------------------------------------------------------------
+    def write(self, offset: int, data: bytes) -> None:
+        start = self.segment_start(offset)
+        assert offset + len(data) <= start + self.segment_size, "write crosses a segment boundary"
+        fd = self._fds.get(start)
+        if fd is None:
+            fd = self._create(start)
+        written = os.pwrite(fd, data, offset - start)
+        while written < len(data):  # pwrite on a regular file is short only on ENOSPC-like trouble
+            more = os.pwrite(fd, data[written:], offset - start + written)
+            if more <= 0:
+                raise OSError(f"short write to {self.directory / segment_name(start)}")
+            written += more
+
+    def read(self, offset: int, length: int) -> bytes:
+        """Up to ``length`` bytes at ``offset``, never crossing into the next segment."""
+        start = self.segment_start(offset)
+        fd = self._fds.get(start)
+        if fd is None:
+            return b""
+        length = min(length, start + self.segment_size - offset)
+        return os.pread(fd, length, offset - start)
+
+    def sync(self, low: int, high: int) -> None:
+        """fdatasync every segment holding bytes of ``[low, high)``."""
+        if high <= low:
+            return
+        with self._lock:
+            for start, fd in sorted(self._fds.items()):
+                if start < high and start + self.segment_size > low:
+                    os.fdatasync(fd)
+
+    def sync_all(self) -> None:
+        with self._lock:
+            for fd in self._fds.values():
+                os.fdatasync(fd)
+
+    # --- lifecycle -----------------------------------------------------------------------
+    def _create(self, start: int) -> int:
+        with self._lock:
+            fd = os.open(self.directory / segment_name(start), os.O_RDWR | os.O_CREAT, 0o644)
+            fsync_directory(self.directory)
+            self._fds[start] = fd
+            return fd
+
+    def truncate(self, offset: int) -> None:
+        """Cut the space to ``[.., offset)`` physically: shrink one file, delete later ones."""
+        with self._lock:
+            for start in sorted(self._fds, reverse=True):
+                if start >= offset and not (start == offset and start == min(self._fds)):
+                    os.close(self._fds.pop(start))
+                    os.unlink(self.directory / segment_name(start))
+                elif start + self.file_length_unlocked(start) > offset:
+                    os.ftruncate(self._fds[start], offset - start)
+                    os.fsync(self._fds[start])
+            fsync_directory(self.directory)
+
+    def file_length_unlocked(self, start: int) -> int:
+        return os.fstat(self._fds[start]).st_size
+
+    def delete_segment(self, start: int) -> None:
+        with self._lock:
+            fd = self._fds.pop(start, None)
+            if fd is not None:
+                os.close(fd)
+                os.unlink(self.directory / segment_name(start))
+                fsync_directory(self.directory)
+
+    def close(self) -> None:
+        with self._lock:
+            for fd in self._fds.values():
+                os.close(fd)
+            self._fds.clear()

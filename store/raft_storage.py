@@ -24,7 +24,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ha.raft.types import Entry, HardState, RecoveredState, Snapshot
+from ha.raft.types import Entry, HardState, Ready, RecoveredState, Snapshot
 
 _HEADER = struct.Struct("<II")
 _HARD_STATE = 1
@@ -133,6 +133,7 @@ class RaftStorage:
         self._state = _State()
         self._records = 0
         self.cut_bytes = 0  # how much torn tail the last load() removed
+        self._loaded = False
 
     def load(self) -> RecoveredState:
         """Recover the durable state, cutting a torn tail; raises CorruptRaftLog on mid-file damage."""
@@ -153,6 +154,7 @@ class RaftStorage:
                 handle.flush()
                 os.fsync(handle.fileno())
         self._state, self._records = state, records
+        self._loaded = True
         return self.recovered()
 
     def _check_tail(self, data: bytes, offset: int) -> None:
@@ -172,6 +174,7 @@ class RaftStorage:
     def save(self, hard_state: HardState | None, entries: tuple[Entry, ...],
              snapshot: Snapshot | None, compaction: Snapshot | None = None) -> None:
         """Durably record one Ready's worth of state; returns after fsync."""
+        assert self._loaded, "load() before save(): saving blind could rewrite away the log"
         chunks: list[bytes] = []
         for snap in (snapshot, compaction):
             if snap is not None:
@@ -195,7 +198,8 @@ class RaftStorage:
             handle.flush()
             os.fsync(handle.fileno())
 
-    def save_ready(self, ready) -> None:  # ready: ha.raft.types.Ready
+    def save_ready(self, ready: Ready) -> None:
+        """save() everything a Ready asks to persist, compaction included."""
         self.save(ready.hard_state, ready.entries, ready.snapshot, ready.compaction)
 
     def _rewrite(self) -> None:

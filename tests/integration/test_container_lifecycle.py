@@ -1,0 +1,117 @@
+"""The container as an operator meets it: start, health, SIGTERM, restart, bad configs."""
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from tests.support.container_process import ROOT, ContainerProcess
+
+pytestmark = pytest.mark.integration
+
+
+def relaymq(*args: str, timeout: float = 30) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "container", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def container(tmp_path):
+    process = ContainerProcess(tmp_path / "data").start()
+    yield process
+    process.kill()
+
+
+def create_topic(container: ContainerProcess, topic: str, kind: str = "NORMAL") -> None:
+    result = container.admin("update-topic", "--topic", topic, "--type", kind, "--namesrv", container.namesrv)
+    assert result.returncode == 0, result.stderr
+
+
+def wait_for_route(client, topic: str, deadline_s: float = 10.0):
+    deadline = time.monotonic() + deadline_s
+    while True:
+        response = client.route(topic)
+        if response.status.code == 20000 and response.message_queues:
+            return response
+        assert time.monotonic() < deadline, f"no route for {topic}: {response.status}"
+        time.sleep(0.1)
+
+
+def test_health_service_reports_serving(container):
+    with grpc.insecure_channel(container.endpoint) as channel:
+        reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
+    assert reply.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_sigterm_exits_zero_and_restart_serves_acknowledged_messages(tmp_path):
+    from tests.support.raw_client import RawClient
+
+    process = ContainerProcess(tmp_path / "data").start()
+    try:
+        create_topic(process, "lifecycle")
+        client = RawClient(process.endpoint)
+        wait_for_route(client, "lifecycle")
+        sent = []
+        for index in range(20):
+            reply = client.send("lifecycle", f"m{index}".encode())
+            assert reply.status.code == 20000, reply.status
+            sent.append(f"m{index}".encode())
+        client.close()
+        started = time.monotonic()
+        assert process.stop() == 0
+        assert time.monotonic() - started < 10
+        process.start()
+        client = RawClient(process.endpoint)
+        wait_for_route(client, "lifecycle")
+        received = []
+        deadline = time.monotonic() + 20
+        while len(received) < len(sent) and time.monotonic() < deadline:
+            for message in client.receive("lifecycle-group", "lifecycle", "broker-a", poll_s=5):
+                received.append(message.body)
+                assert client.ack("lifecycle-group", "lifecycle", message).status.code == 20000
+        client.close()
+        assert sorted(received) == sorted(sent)
+    finally:
+        process.kill()
+
+
+def test_port_in_use_is_one_clear_line(tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        process = ContainerProcess(tmp_path / "data")
+        process.client_port = busy.getsockname()[1]
+        config = process.write_config()
+        result = relaymq("container", "-c", str(config))
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "grpcServerPort" in lines[0] and "already in use" in lines[0] and str(config) in lines[0]
+    assert not (tmp_path / "data" / "broker-a-0").exists(), "no data may be touched before the ports are known to be free"
+
+
+@pytest.mark.parametrize("text, key", [
+    ("grpcServerPort = 'eighty'\n[[broker]]\nbrokerName = 'a'\n", "grpcServerPort"),
+    ("[[broker]]\nbrokerName = 'a'\nbrokerRole = 'BOSS'\n", "brokerRole"),
+    ("[[broker]]\nbrokerName = 'a'\nbrokerRole = 'SLAVE'\nbrokerId = 0\n", "brokerId"),
+    ("[[broker]]\nbrokerName = 'a'\nflushDiskType = 'SOMETIMES'\n", "flushDiskType"),
+    ("[[broker]]\nbrokerName = 'a'\nmysteryKey = 1\n", "mysteryKey"),
+    ("[[broker]]\nbrokerName = 'a'\n[[broker]]\nbrokerName = 'a'\n", "brokerName"),
+])
+def test_bad_config_is_one_line_naming_file_and_key(tmp_path, text, key):
+    config = tmp_path / "bad.toml"
+    config.write_text(text)
+    result = relaymq("container", "-c", str(config))
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert key in lines[0] and "bad.toml" in lines[0] and "Traceback" not in result.stderr
+
+
+def test_missing_config_file(tmp_path):
+    result = relaymq("container", "-c", str(tmp_path / "nope.toml"))
+    assert result.returncode == 2 and "file not found" in result.stderr and "Traceback" not in result.stderr

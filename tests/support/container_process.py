@@ -1,0 +1,111 @@
+"""Run a real ``relaymq container`` process for tests: free ports, a tmp data dir, SIGKILL.
+
+``ContainerProcess.start()`` writes a TOML config with free loopback ports, starts
+``python -m container container -c FILE`` and waits (with a deadline) for the ready line;
+``stop()`` sends SIGTERM and returns the exit code; ``kill()`` sends SIGKILL.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+@dataclass
+class ContainerProcess:
+    data_dir: Path
+    brokers: list[dict] = field(default_factory=lambda: [{"brokerName": "broker-a"}])
+    extra: dict = field(default_factory=dict)
+    embedded_namesrv: bool = True
+    namesrv_port: int = 0
+    process: subprocess.Popen | None = None
+    log_path: Path | None = None
+
+    def __post_init__(self) -> None:
+        self.client_port = free_port()
+        self.admin_port = free_port()
+        if not self.namesrv_port:
+            self.namesrv_port = free_port()
+
+    @property
+    def endpoint(self) -> str:
+        return f"127.0.0.1:{self.client_port}"
+
+    @property
+    def namesrv(self) -> str:
+        return f"127.0.0.1:{self.namesrv_port}"
+
+    def config_text(self) -> str:
+        top = {
+            "brokerContainerIP": "127.0.0.1", "grpcServerPort": self.client_port, "listenPort": self.admin_port,
+            "startEmbeddedNamesrv": self.embedded_namesrv, "namesrvListenPort": self.namesrv_port,
+            "namesrvAddr": self.namesrv, "storePathRootDir": str(self.data_dir), "metricsPromExporterPort": 0,
+            "brokerHeartbeatInterval": 500, **self.extra,
+        }
+        lines = [f"{k} = {toml_value(v)}" for k, v in top.items()]
+        for broker in self.brokers:
+            lines.append("[[broker]]")
+            lines += [f"{k} = {toml_value(v)}" for k, v in {"brokerClusterName": "DefaultCluster", "brokerId": 0, **broker}.items()]
+        return "\n".join(lines) + "\n"
+
+    def write_config(self) -> Path:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        path = self.data_dir / "container.toml"
+        path.write_text(self.config_text())
+        return path
+
+    def start(self, timeout_s: float = 30.0) -> "ContainerProcess":
+        config = self.write_config()
+        self.log_path = self.data_dir / "container.log"
+        log = open(self.log_path, "ab")
+        self.process = subprocess.Popen([sys.executable, "-m", "container", "container", "-c", str(config)],
+                                        cwd=ROOT, stdout=subprocess.PIPE, stderr=log, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            line = self.process.stdout.readline()
+            if b"container ready" in line:
+                return self
+            if not line and self.process.poll() is not None:
+                raise RuntimeError(f"container exited with {self.process.returncode}: {self.log_path.read_text()[-3000:]}")
+        self.kill()
+        raise RuntimeError(f"container not ready in {timeout_s}s: {self.log_path.read_text()[-3000:]}")
+
+    def stop(self, timeout_s: float = 15.0) -> int:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait()
+
+    def admin(self, *args: str, timeout_s: float = 30.0) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "container", "admin", *args], cwd=ROOT, capture_output=True,
+                              text=True, timeout=timeout_s)

@@ -1,0 +1,312 @@
+"""MessageStore on a tmp dir: put/get, segments, filtering, offsets, retention, truncation,
+replication hooks and recovery of torn or corrupt tails."""
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from metadata.config import ConfigError, bind
+from metadata.message import MessageDraft, Prop, tag_hash
+from store.config import FlushDiskType, StoreConfig
+from store.message_store import (BadOffset, BadReplicationData, BatchTooLarge, GetStatus, MessageStore,
+                                 MessageTooLarge, StoreClosed)
+
+SEGMENT = 64 * 1024
+
+
+class Clock:
+    def __init__(self, now: int = 1_000_000):
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def make(path: Path, clock=None, **overrides) -> MessageStore:
+    settings = dict(mapped_file_size_commit_log=SEGMENT, mapped_file_size_consume_queue=20 * 50,
+                    flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    settings.update(overrides)
+    return MessageStore(StoreConfig(path, **settings), clock or Clock())
+
+
+def draft(i: int, queue_id: int = 0, topic: str = "T", tag: str | None = None, size: int = 1000) -> MessageDraft:
+    props = {Prop.MESSAGE_ID: f"id-{i}"}
+    if tag:
+        props[Prop.TAG] = tag
+    return MessageDraft(topic, queue_id, f"{i:08d}".encode() * (size // 8), 1, "127.0.0.1:1", props, {"k": str(i)})
+
+
+def run(coroutine):
+    return asyncio.run(coroutine)
+
+
+async def put_each(store, drafts):
+    return [(await store.put([d]))[0] for d in drafts]
+
+
+def segments(path: Path) -> list[str]:
+    return sorted(p.name for p in (path / "commitlog").iterdir())
+
+
+def test_put_get_roll_over_and_restart(tmp_path):
+    async def scenario():
+        store = make(tmp_path)
+        store.start()
+        stored = await put_each(store, [draft(i, queue_id=i % 3) for i in range(200)])
+        assert [m.queue_offset for m in stored if m.queue_id == 1][:3] == [0, 1, 2]
+        assert len(segments(tmp_path)) >= 3
+        result = store.get("T", 1, 0, 1000, max_bytes=1 << 30)
+        assert result.status is GetStatus.FOUND and len(result.messages) == 67
+        assert result.next_offset == result.max_offset == 67
+        assert result.messages[5].body == draft(16).body and result.messages[5].user_properties["k"] == "16"
+        assert store.read_at(stored[10].commit_offset).message_id == "id-10"
+        store.shutdown()
+        return stored
+
+    stored = run(scenario())
+    store = make(tmp_path)
+    report = store.start()
+    assert report.truncated_bytes == 0 and report.clean_shutdown
+    for queue_id in range(3):
+        got = store.get("T", queue_id, 0, 1000, max_bytes=1 << 30).messages
+        assert [m.message_id for m in got] == [m.message_id for m in stored if m.queue_id == queue_id]
+    assert store.queues() == {"T": [0, 1, 2]}
+    store.shutdown()
+
+
+def test_get_statuses_limits_and_tag_filter(tmp_path):
+    async def scenario():
+        store = make(tmp_path)
+        store.start()
+        await store.put([draft(i, tag="a" if i % 4 else "b", size=100) for i in range(40)])
+        assert store.get("T", 9, 0, 10).status is GetStatus.NO_MESSAGE_IN_QUEUE
+        assert store.get("T", 0, 40, 10).status is GetStatus.OFFSET_OVERFLOW
+        only_b = store.get("T", 0, 0, 100, tag_codes=frozenset({tag_hash("b")}))
+        assert [m.queue_offset for m in only_b.messages] == list(range(0, 40, 4))
+        none = store.get("T", 0, 1, 100, tag_codes=frozenset({tag_hash("zzz")}))
+        assert none.status is GetStatus.NO_MATCHED and none.next_offset == 40
+        limited = store.get("T", 0, 0, 5)
+        assert len(limited.messages) == 5 and limited.next_offset == 5
+        by_bytes = store.get("T", 0, 0, 100, max_bytes=1)
+        assert len(by_bytes.messages) == 1 and by_bytes.next_offset == 1
+        with pytest.raises(BatchTooLarge):
+            await store.put([draft(0)] * (store.config.max_batch_put + 1))
+        with pytest.raises(MessageTooLarge):
+            await store.put([draft(0, size=SEGMENT)])
+        assert store.max_offset("T", 0) == 40
+        store.shutdown()
+        with pytest.raises(StoreClosed):
+            await store.put([draft(1)])
+
+    run(scenario())
+
+
+def test_offset_for_timestamp_and_earliest_store_time(tmp_path):
+    clock = Clock(5000)
+
+    async def scenario():
+        store = make(tmp_path, clock)
+        store.start()
+        assert store.earliest_store_time("T", 0) is None
+        for i in range(20):
+            clock.now = 5000 + i * 10
+            await store.put([draft(i, size=64)])
+        assert store.earliest_store_time("T", 0) == 5000
+        assert store.offset_for_timestamp("T", 0, 0) == 0
+        assert store.offset_for_timestamp("T", 0, 5055) == 6
+        assert store.offset_for_timestamp("T", 0, 5060) == 6
+        assert store.offset_for_timestamp("T", 0, 99999) == 20
+        store.shutdown()
+
+    run(scenario())
+
+
+def test_retention_deletes_old_segments_and_advances_min_offsets(tmp_path):
+    clock = Clock(0)
+
+    async def scenario():
+        store = make(tmp_path, clock, file_reserved_time_hours=1.0, disk_max_used_space_ratio=99,
+                     disk_space_warning_level_ratio=100)
+        store.start()
+        await put_each(store, [draft(i, size=1000) for i in range(100)])  # ~2 segments
+        clock.now = 2 * 3600 * 1000
+        await put_each(store, [draft(i, size=1000) for i in range(100, 200)])
+        before = len(segments(tmp_path))
+        clock.now = 2 * 3600 * 1000 + 10
+        deleted = store.clean_expired()
+        assert deleted >= 1 and len(segments(tmp_path)) == before - deleted
+        low = store.min_offset("T", 0)
+        assert 0 < low <= 100
+        assert store.get("T", 0, 0, 10).status is GetStatus.OFFSET_TOO_SMALL
+        first = store.get("T", 0, low, 1).messages[0]
+        assert first.queue_offset == low and first.commit_offset >= store.commit_log_min_offset
+        assert store.earliest_store_time("T", 0) is not None
+        store.shutdown()
+
+    run(scenario())
+    store = make(tmp_path, clock)
+    store.start()
+    assert store.min_offset("T", 0) > 0 and store.max_offset("T", 0) == 200
+    store.shutdown()
+
+
+def test_disk_pressure_deletes_oldest_even_if_young(tmp_path):
+    async def scenario():
+        store = make(tmp_path, disk_max_used_space_ratio=1, disk_space_warning_level_ratio=100)
+        store.start()
+        await put_each(store, [draft(i) for i in range(200)])
+        assert store.clean_expired() >= 1
+        assert store.commit_log_min_offset > 0
+        store.shutdown()
+
+    run(scenario())
+
+
+def test_truncate_repairs_queues_and_puts_continue(tmp_path):
+    async def scenario():
+        store = make(tmp_path)
+        store.start()
+        stored = await put_each(store, [draft(i, queue_id=i % 2) for i in range(150)])
+        cut = stored[100]
+        store.truncate(cut.commit_offset)
+        assert store.commit_log_max_offset == cut.commit_offset
+        assert store.max_offset("T", 0) == 50 and store.max_offset("T", 1) == 50
+        assert store.read_at(cut.commit_offset) is None
+        with pytest.raises(BadOffset):
+            store.truncate(cut.commit_offset + 10**6)
+        with pytest.raises(BadOffset):
+            store.truncate(stored[50].commit_offset + 3)
+        again = await store.put([draft(999, queue_id=0)])
+        assert again[0].queue_offset == 50 and again[0].commit_offset == cut.commit_offset
+        store.shutdown()
+
+    run(scenario())
+    store = make(tmp_path)
+    store.start()
+    got = store.get("T", 0, 0, 1000, max_bytes=1 << 30).messages
+    assert [m.message_id for m in got[-2:]] == ["id-98", "id-999"] and len(got) == 51
+    store.shutdown()
+
+
+def test_read_raw_append_raw_make_identical_logs(tmp_path):
+    async def scenario():
+        master, slave = make(tmp_path / "m"), make(tmp_path / "s", flush_disk_type=FlushDiskType.ASYNC_FLUSH)
+        master.start(), slave.start()
+        await put_each(master, [draft(i, queue_id=i % 2, tag="x") for i in range(150)])
+        woken = []
+        slave.add_append_listener(lambda *args: woken.append(args))
+        with pytest.raises(BadReplicationData):
+            slave.append_raw(0, b"\x00" * 100)
+        offset = 0
+        while offset < master.commit_log_max_offset:
+            data = master.read_raw(offset, 5000)
+            assert data
+            slave.append_raw(offset, data)
+            offset = slave.commit_log_max_offset
+        assert master.read_raw(offset, 5000) == b""
+        with pytest.raises(BadReplicationData):
+            slave.append_raw(offset - 10, b"x")
+        assert woken and woken[-1][2] == 75
+        for queue_id in (0, 1):
+            assert ([m.message_id for m in slave.get("T", queue_id, 0, 1000, 1 << 30).messages]
+                    == [m.message_id for m in master.get("T", queue_id, 0, 1000, 1 << 30).messages])
+        master.shutdown(), slave.shutdown()
+
+    run(scenario())
+    names = segments(tmp_path / "m")
+    assert names == segments(tmp_path / "s")
+    for name in names:
+        left = (tmp_path / "m" / "commitlog" / name).read_bytes()
+        right = (tmp_path / "s" / "commitlog" / name).read_bytes()
+        assert left == right
+
+
+def _last_record(tmp_path) -> tuple[Path, list]:
+    async def scenario():
+        store = make(tmp_path)
+        store.start()
+        stored = await put_each(store, [draft(i, size=200) for i in range(30)])
+        store.shutdown()
+        return stored
+    stored = run(scenario())
+    return tmp_path / "commitlog" / segments(tmp_path)[-1], stored
+
+
+@pytest.mark.parametrize("damage", ["torn", "flip", "garbage"])
+def test_recovery_cuts_a_damaged_tail_and_never_serves_it(tmp_path, damage):
+    path, stored = _last_record(tmp_path)
+    last = stored[-1]
+    position = last.commit_offset % SEGMENT
+    with open(path, "r+b") as file:
+        if damage == "torn":
+            file.truncate(position + last.size // 2)
+        elif damage == "flip":
+            file.seek(position + last.size - 3)
+            byte = file.read(1)
+            file.seek(position + last.size - 3)
+            file.write(bytes([byte[0] ^ 0x40]))
+        else:
+            file.seek(0, os.SEEK_END)
+            file.write(os.urandom(333))
+    store = make(tmp_path)
+    report = store.start()
+    expected_end = last.commit_offset if damage != "garbage" else last.next_commit_offset
+    assert report.commit_log_max_offset == expected_end and report.truncated_bytes > 0
+    got = store.get("T", 0, 0, 1000, 1 << 30)
+    assert [m.message_id for m in got.messages] == [m.message_id for m in stored[:-1 if damage != "garbage" else 30]]
+    again = run(_put_one(store))
+    assert again.commit_offset == expected_end
+    store.shutdown()
+
+
+async def _put_one(store):
+    return (await store.put([draft(777, size=200)]))[0]
+
+
+def test_recovery_cuts_consume_queue_entries_past_the_log_end(tmp_path):
+    path, stored = _last_record(tmp_path)
+    with open(path, "r+b") as file:
+        file.truncate(stored[20].commit_offset % SEGMENT)  # lose 10 records the CQ still lists
+    store = make(tmp_path)
+    report = store.start()
+    assert report.consume_queue_entries_cut == 10
+    assert store.max_offset("T", 0) == 20
+    assert len(store.get("T", 0, 0, 1000, 1 << 30).messages) == 20
+    store.shutdown()
+
+
+def test_recovery_rebuilds_lost_consume_queues(tmp_path):
+    _, stored = _last_record(tmp_path)
+    for file in (tmp_path / "consumequeue" / "T" / "0").iterdir():
+        file.unlink()
+    (tmp_path / "checkpoint").unlink()
+    store = make(tmp_path)
+    report = store.start()
+    assert report.records_replayed == 30
+    assert [m.message_id for m in store.get("T", 0, 0, 1000, 1 << 30).messages] == [m.message_id for m in stored]
+    store.shutdown()
+
+
+def test_group_commit_acknowledges_concurrent_puts(tmp_path):
+    async def scenario():
+        store = make(tmp_path)
+        store.start()
+        results = await asyncio.gather(*(store.put([draft(i, queue_id=i % 4)]) for i in range(64)))
+        assert store.flushed_offset >= max(r[0].next_commit_offset for r in results)
+        assert sum(store.max_offset("T", q) for q in range(4)) == 64
+        store.shutdown()
+
+    run(scenario())
+
+
+def test_config_binds_rocketmq_keys_and_rejects_bad_values(tmp_path):
+    config = bind(StoreConfig, {"storePathRootDir": str(tmp_path), "flushDiskType": "SYNC_FLUSH",
+                                "mappedFileSizeCommitLog": "65536", "fileReservedTime": "48"}, "broker.conf")
+    assert config.flush_disk_type is FlushDiskType.SYNC_FLUSH and config.file_reserved_time_hours == 48
+    with pytest.raises(ConfigError, match="mappedFileSizeConsumeQueue"):
+        StoreConfig(tmp_path, mapped_file_size_consume_queue=1001)
+    with pytest.raises(ConfigError, match="flushDiskType"):
+        bind(StoreConfig, {"storePathRootDir": str(tmp_path), "flushDiskType": "SOMETIMES"}, "broker.conf")

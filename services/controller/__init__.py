@@ -1,0 +1,1 @@
+"""The controller's drivers: config, Raft driver, gRPC service and transport, client."""

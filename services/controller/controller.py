@@ -1,0 +1,180 @@
+"""One controller member: the request pipeline on top of the Raft driver.
+
+Rules:
+- Only a serving leader (its own no-op applied) takes requests; others raise
+  ``NotLeaderError`` naming the leader they believe in.
+- Requests queue (bounded) for one worker.  The worker decides a batch of up to
+  ``controllerBatchMax`` requests in order against a copy of the applied tables (applying
+  each decision's events to the copy, so later requests see earlier ones), proposes all
+  events (or a read barrier when there are none), and replies only after every entry of
+  the batch is applied.  This is RocketMQ's single-threaded event scheduler, pipelined.
+- Heartbeats are recorded by every member in its own ``BrokerLiveness`` (not replicated).
+- Periodic work (declared in ``PeriodicTasks``): expire silent brokers; on a settled
+  leader, controller-triggered elections for sets whose master is not alive.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from ha.controller.codes import ResponseCode
+from ha.controller.commands import decide
+from ha.controller.events import encode_event
+from ha.controller.liveness import BrokerLiveness, Heartbeat
+from ha.controller.requests import Reply, Request
+from ha.controller.scan import elections_needed
+from ha.raft.errors import NotLeader, RaftError
+from scheduler.clock import Clock
+from scheduler.periodic import PeriodicTasks
+from services.controller.config import ControllerConfig
+from services.controller.machine import READ_BARRIER, ControllerMachine
+from services.controller.raft_driver import RaftDriver
+from services.controller.watchers import Watchers
+
+log = logging.getLogger(__name__)
+
+
+class ControllerUnavailable(Exception):
+    """The request could not be served here; ``code`` says why, for the gRPC reply."""
+
+    def __init__(self, code: ResponseCode, remark: str, leader_name: str = "", leader_address: str = "") -> None:
+        super().__init__(remark)
+        self.code, self.remark = code, remark
+        self.leader_name, self.leader_address = leader_name, leader_address
+
+
+@dataclass
+class _Pending:
+    request: Request
+    future: asyncio.Future
+
+
+class Controller:
+    def __init__(self, config: ControllerConfig, clock: Clock, machine: ControllerMachine, watchers: Watchers) -> None:
+        self.config = config
+        self.clock = clock
+        self.machine = machine
+        self.watchers = watchers
+        self.driver: RaftDriver | None = None
+        self._queue: asyncio.Queue = asyncio.Queue(maxsize=config.request_queue_capacity)
+        self._worker: asyncio.Task | None = None
+        self.periodic = PeriodicTasks(f"controller-{config.self_id}")
+        self._names = {p.node_id: p for p in config.peers}
+
+    # -- leadership -------------------------------------------------------------------------
+
+    def leader(self) -> tuple[str, str]:
+        """(leader name, address), empty when unknown."""
+        leader_id = self.driver.node.leader_id if self.driver else None
+        peer = self._names.get(leader_id) if leader_id is not None else None
+        return (peer.name, peer.address) if peer else ("", "")
+
+    def not_leader(self) -> ControllerUnavailable:
+        name, address = self.leader()
+        if self.machine.soft.role.name == "LEADER":
+            return ControllerUnavailable(ResponseCode.CONTROLLER_NOT_LEADER,
+                                         "the leader is not ready yet (applying its log)", name, address)
+        return ControllerUnavailable(ResponseCode.CONTROLLER_NOT_LEADER,
+                                     f"not the leader; the leader is {name or 'unknown'} {address}".strip(),
+                                     name, address)
+
+    # -- requests ---------------------------------------------------------------------------
+
+    async def submit(self, request: Request) -> Reply:
+        if not self.machine.serving:
+            raise self.not_leader()
+        future = asyncio.get_running_loop().create_future()
+        try:
+            self._queue.put_nowait(_Pending(request, future))
+        except asyncio.QueueFull:
+            raise ControllerUnavailable(ResponseCode.SYSTEM_ERROR, "controller request queue is full") from None
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), self.config.request_timeout_ms / 1000)
+        except asyncio.TimeoutError:
+            raise ControllerUnavailable(ResponseCode.SYSTEM_ERROR,
+                                        f"not committed within {self.config.request_timeout_ms} ms") from None
+
+    def heartbeat(self, beat: Heartbeat) -> bool:
+        return self.machine.liveness.heartbeat(beat, self.clock.monotonic_ms())
+
+    async def _work(self) -> None:
+        while True:
+            batch = [await self._queue.get()]
+            while len(batch) < self.config.batch_max and not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            await self._serve(batch)
+
+    async def _serve(self, batch: list[_Pending]) -> None:
+        if not self.machine.serving:
+            error = self.not_leader()
+            for pending in batch:
+                if not pending.future.done():
+                    pending.future.set_exception(error)
+            return
+        scratch = self.machine.replicas.copy()
+        now = self.clock.monotonic_ms()
+        replies, payloads = [], []
+        for pending in batch:
+            decision = decide(pending.request, scratch, self.machine.liveness, now,
+                              self.config.enable_elect_unclean_master)
+            for event in decision.events:
+                scratch.apply(event)
+                payloads.append(encode_event(event))
+            replies.append(decision.reply)
+        try:
+            await self.driver.propose(payloads or [READ_BARRIER])
+        except RaftError as exc:
+            error = self.not_leader() if isinstance(exc, NotLeader) else ControllerUnavailable(
+                ResponseCode.SYSTEM_ERROR, f"not committed: {exc}")
+            for pending in batch:
+                if not pending.future.done():
+                    pending.future.set_exception(error)
+            return
+        for pending, reply in zip(batch, replies):
+            if not pending.future.done():
+                pending.future.set_result(reply)
+
+    # -- periodic ---------------------------------------------------------------------------
+
+    def _expire_brokers(self) -> None:
+        dead = self.machine.liveness.expire(self.clock.monotonic_ms())
+        for info in dead:
+            log.info("broker %s/%s id %s at %s is not alive", info.cluster_name, info.broker_name, info.broker_id,
+                     info.address)
+
+    async def _reelect_inactive_masters(self) -> None:
+        if not self.machine.serving:
+            return
+        for request in elections_needed(self.machine.replicas, self.machine.liveness, self.clock.monotonic_ms()):
+            try:
+                reply = await self.submit(request)
+            except ControllerUnavailable as exc:
+                log.info("re-election for %s not done: %s", request.broker_name, exc.remark)
+                continue
+            log.info("re-election for %s: %s master %s epoch %s", request.broker_name, reply.code.name,
+                     reply.view.master_broker_id if reply.view else None,
+                     reply.view.master_epoch if reply.view else None)
+
+    def start(self) -> None:
+        self.driver.start()
+        self._worker = asyncio.get_running_loop().create_task(self._work(), name="controller-worker")
+        self.periodic.declare("scan-not-active-broker", self.config.scan_not_active_broker_interval_ms,
+                              self._expire_brokers, initial_delay_ms=2000)
+        self.periodic.declare("scan-inactive-master", self.config.scan_inactive_master_interval_ms,
+                              self._reelect_inactive_masters, initial_delay_ms=self.config.scan_inactive_master_interval_ms)
+        self.periodic.start()
+
+    async def stop(self) -> None:
+        await self.periodic.stop()
+        if self._worker is not None:
+            self._worker.cancel()
+            try:
+                await self._worker
+            except asyncio.CancelledError:
+                pass
+        while not self._queue.empty():
+            pending = self._queue.get_nowait()
+            if not pending.future.done():
+                pending.future.set_exception(ControllerUnavailable(ResponseCode.SYSTEM_ERROR, "controller stopped"))
+        await self.driver.stop()

@@ -1,0 +1,73 @@
+"""The controller state machine as Raft sees it: committed entries in, tables updated.
+
+Rules:
+- Entries are applied in log order on every member.  ``b""`` (a leader's no-op) and the
+  read barrier are skipped; anything else is one encoded controller event.
+- Leadership is "ready" only once this member's own no-op of its current term is applied:
+  then every earlier committed entry is applied too, and decisions may be taken against
+  the tables (RocketMQ's RoleChangeHandler waits for the same).
+- After each applied event the affected set's view goes to its watchers (every member
+  notifies its own subscribers, so a broker may watch any controller).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+from ha.controller.commands import group_view
+from ha.controller.events import decode_event
+from ha.controller.liveness import BrokerLiveness
+from ha.controller.replicas import ReplicasInfo
+from ha.controller.requests import GroupView
+from ha.raft.types import Entry, Role, SoftState
+
+log = logging.getLogger(__name__)
+READ_BARRIER = b"\x00\x04{}"  # RocketMQ's ReadEvent type id: proposed for consistent reads, never applied
+
+
+class ControllerMachine:
+    def __init__(self, liveness: BrokerLiveness, now_ms: Callable[[], int],
+                 publish: Callable[[str, GroupView | None], None]) -> None:
+        self.replicas = ReplicasInfo()
+        self.liveness = liveness
+        self._now_ms = now_ms
+        self._publish = publish
+        self.soft = SoftState(None, Role.FOLLOWER)
+        self.term = 0
+        self.ready_term: int | None = None
+        self.applied_index = 0
+        self.applied_events = 0
+
+    @property
+    def serving(self) -> bool:
+        return self.soft.role == Role.LEADER and self.ready_term == self.term
+
+    def role_changed(self, soft: SoftState, term: int) -> None:
+        self.soft, self.term = soft, term
+        if soft.role != Role.LEADER:
+            if self.ready_term is not None:
+                log.info("controller stepped down in term %s", term)
+            self.ready_term = None
+            self.liveness.stepped_down()
+
+    def apply_entry(self, entry: Entry) -> None:
+        self.applied_index = entry.index
+        if entry.data == b"":
+            if self.soft.role == Role.LEADER and entry.term == self.term and self.ready_term != self.term:
+                self.ready_term = self.term
+                self.liveness.became_leader(self._now_ms())
+                log.info("controller leader ready in term %s at index %s", self.term, entry.index)
+            return
+        if entry.data == READ_BARRIER:
+            return
+        event = decode_event(entry.data)
+        self.replicas.apply(event)
+        self.applied_events += 1
+        name = event.broker_name
+        self._publish(name, group_view(self.replicas, name) if self.replicas.exists(name) else None)
+
+    def snapshot(self) -> bytes:
+        return self.replicas.snapshot()
+
+    def restore(self, data: bytes) -> None:
+        self.replicas = ReplicasInfo.restore(data)

@@ -1,0 +1,90 @@
+"""Start one controller member: storage, Raft driver, gRPC services; ``start_controller``.
+
+Used by ``relaymq controller`` (its own gRPC server on this member's peer port) and by the
+nameserver when ``enableControllerInNamesrv = true`` (services added to the nameserver's
+server).  The Raft transport and ControllerService share the port, as DLedger's remoting
+server does.  ``await handle.stop()`` stops periodic work, the driver and, if we created
+it, the server.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import zlib
+from dataclasses import dataclass
+
+import grpc
+
+from ha.controller.liveness import BrokerLiveness
+from ha.raft.types import RaftConfig
+from proto import controller_pb2_grpc as pb_grpc
+from scheduler.clock import Clock, SystemClock
+from services.controller.config import ControllerConfig
+from services.controller.controller import Controller
+from services.controller.machine import ControllerMachine
+from services.controller.raft_driver import DriverLimits, RaftDriver
+from services.controller.service import ControllerServicer
+from services.controller.transport import RaftPeers, RaftTransportServicer
+from services.controller.watchers import Watchers
+from store.raft_storage import RaftStorage
+
+log = logging.getLogger(__name__)
+INBOX_CAPACITY = 10_000
+
+
+@dataclass
+class ControllerHandle:
+    config: ControllerConfig
+    controller: Controller
+    peers: RaftPeers
+    server: grpc.aio.Server | None  # ours to stop; None when embedded
+    port: int
+
+    async def stop(self) -> None:
+        await self.controller.stop()
+        await self.peers.close()
+        if self.server is not None:
+            await self.server.stop(grace=0.5)
+
+
+def raft_config(config: ControllerConfig) -> RaftConfig:
+    return RaftConfig(node_id=config.self_peer.node_id, peers=tuple(sorted(p.node_id for p in config.peers)),
+                      heartbeat_ticks=config.heartbeat_ticks, max_heartbeat_leak=config.max_heartbeat_leak,
+                      election_jitter_ticks=config.election_jitter_ticks, pre_vote=config.pre_vote,
+                      check_quorum=True)
+
+
+async def start_controller(config: ControllerConfig, server: grpc.aio.Server | None = None,
+                           clock: Clock | None = None, seed: int | None = None) -> ControllerHandle:
+    clock = clock or SystemClock()
+    storage = RaftStorage(config.store_path)
+    recovered = await asyncio.to_thread(storage.load)
+    watchers = Watchers(config.max_watchers, config.watch_queue_capacity)
+    liveness = BrokerLiveness(config.heartbeat_timeout_ms, config.max_brokers)
+    machine = ControllerMachine(liveness, clock.monotonic_ms,
+                                watchers.publish if config.notify_broker_role_changed else (lambda n, v: None))
+    controller = Controller(config, clock, machine, watchers)
+    me = config.self_peer
+    peers = RaftPeers({p.node_id: p.address for p in config.peers if p.node_id != me.node_id}, config.group,
+                      config.peer_queue_capacity)
+    rng_seed = seed if seed is not None else zlib.crc32(f"{config.group}/{me.name}".encode()) ^ clock.now_ms()
+    controller.driver = RaftDriver.create(raft_config(config), rng_seed, recovered, storage, peers.send, machine,
+                                          clock, DriverLimits(config.tick_ms, INBOX_CAPACITY,
+                                                              config.snapshot_every_entries))
+    own_server = server is None
+    if own_server:
+        server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+    pb_grpc.add_ControllerServiceServicer_to_server(ControllerServicer(controller), server)
+    pb_grpc.add_RaftTransportServicer_to_server(
+        RaftTransportServicer(config.group, me.node_id, {p.node_id for p in config.peers}, controller.driver.deliver),
+        server)
+    port = me.port
+    if own_server:
+        port = server.add_insecure_port(f"{me.host}:{me.port}")
+        if port == 0:
+            raise OSError(f"controller {me.name}: cannot listen on {me.address}")
+        await server.start()
+    controller.start()
+    log.info("controller %s of %s listening on %s:%s, store %s", me.name, config.group, me.host, port,
+             config.store_path)
+    return ControllerHandle(config, controller, peers, server if own_server else None, port)

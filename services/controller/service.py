@@ -1,0 +1,182 @@
+"""``ControllerService`` over gRPC: validate, convert, submit, convert back.
+
+Rules:
+- Requests are validated here (names non-empty, ids in range) and bad ones answered with
+  ``CONTROLLER_INVALID_REQUEST``; the core only sees valid values.
+- ``ControllerUnavailable`` (not leader, queue full, commit timeout) becomes a status in
+  exactly one place, ``_call``; NOT_LEADER replies carry the leader's id and address.
+- Heartbeats and metadata are answered by any member; everything else by the leader only.
+"""
+from __future__ import annotations
+
+import asyncio
+
+from ha.controller.codes import ResponseCode
+from ha.controller.commands import group_view
+from ha.controller.liveness import Heartbeat
+from ha.controller.requests import (AlterSyncStateSet, ApplyBrokerId, CleanBrokerData, ElectMaster,
+                                    GetNextBrokerId, GetReplicaInfo, GetSyncStateData, GroupView, RegisterBroker,
+                                    Reply)
+from proto import controller_pb2 as pb
+from proto import controller_pb2_grpc as pb_grpc
+from services.controller.controller import Controller, ControllerUnavailable
+from services.controller.watchers import TooManyWatchers
+
+MAX_NAME = 255
+MAX_ID = 2**31 - 1
+
+
+class BadRequest(ValueError):
+    pass
+
+
+def _name(value: str, field: str) -> str:
+    if not value or len(value) > MAX_NAME:
+        raise BadRequest(f"{field} must be 1-{MAX_NAME} characters")
+    return value
+
+
+def _broker_id(value: int, field: str, allow_none: bool = False) -> int | None:
+    if allow_none and value in (-1, 0):
+        return None
+    if not 1 <= value <= MAX_ID:
+        raise BadRequest(f"{field} must be a broker id >= 1, got {value}")
+    return value
+
+
+def view_to_proto(view: GroupView | None) -> pb.ReplicaGroupView | None:
+    if view is None:
+        return None
+    return pb.ReplicaGroupView(broker_name=view.broker_name, master_address=view.master_address,
+                               master_broker_id=-1 if view.master_broker_id is None else view.master_broker_id,
+                               master_epoch=view.master_epoch, sync_state_set_epoch=view.sync_state_set_epoch,
+                               sync_state_set=sorted(view.sync_state_set), members=dict(view.members))
+
+
+def _status(code: ResponseCode, remark: str = "", leader: str = "", address: str = "") -> pb.ControllerStatus:
+    return pb.ControllerStatus(code=int(code), remark=remark, leader_id=leader, leader_address=address)
+
+
+class ControllerServicer(pb_grpc.ControllerServiceServicer):
+    def __init__(self, controller: Controller) -> None:
+        self.controller = controller
+
+    async def _call(self, build, respond):
+        """Convert with ``build``, submit, and answer with ``respond(status, reply)``."""
+        try:
+            request = build()
+        except BadRequest as exc:
+            return respond(_status(ResponseCode.CONTROLLER_INVALID_REQUEST, str(exc)), Reply())
+        try:
+            reply = await self.controller.submit(request)
+        except ControllerUnavailable as exc:
+            return respond(_status(exc.code, exc.remark, exc.leader_name, exc.leader_address), Reply())
+        return respond(_status(reply.code, reply.remark), reply)
+
+    @staticmethod
+    def _replica_response(status, reply: Reply) -> pb.ControllerReplicaResponse:
+        return pb.ControllerReplicaResponse(status=status, view=view_to_proto(reply.view))
+
+    async def GetNextBrokerId(self, request, context):
+        return await self._call(
+            lambda: GetNextBrokerId(_name(request.cluster_name, "cluster_name"), _name(request.broker_name, "broker_name")),
+            lambda s, r: pb.GetNextBrokerIdResponse(status=s, next_broker_id=r.next_broker_id))
+
+    async def ApplyBrokerId(self, request, context):
+        def build():
+            if not request.register_check_code:
+                raise BadRequest("register_check_code must be 'ip:port;timestampMs'")
+            return ApplyBrokerId(_name(request.cluster_name, "cluster_name"), _name(request.broker_name, "broker_name"),
+                                 _broker_id(request.applied_broker_id, "applied_broker_id"), request.register_check_code)
+        return await self._call(build, lambda s, r: pb.ApplyBrokerIdResponse(status=s, broker_id=r.next_broker_id))
+
+    async def RegisterBroker(self, request, context):
+        return await self._call(
+            lambda: RegisterBroker(_name(request.cluster_name, "cluster_name"), _name(request.broker_name, "broker_name"),
+                                   _broker_id(request.broker_id, "broker_id"),
+                                   _name(request.broker_address, "broker_address")),
+            self._replica_response)
+
+    async def ElectMaster(self, request, context):
+        def build():
+            broker_id = _broker_id(request.broker_id, "broker_id", allow_none=not request.designate_elect)
+            return ElectMaster(request.cluster_name, _name(request.broker_name, "broker_name"), broker_id,
+                               request.designate_elect)
+        return await self._call(build, self._replica_response)
+
+    async def AlterSyncStateSet(self, request, context):
+        def build():
+            members = frozenset(_broker_id(i, "new_sync_state_set") for i in request.new_sync_state_set)
+            return AlterSyncStateSet(_name(request.broker_name, "broker_name"),
+                                     _broker_id(request.master_broker_id, "master_broker_id"),
+                                     request.master_epoch, members, request.sync_state_set_epoch)
+        return await self._call(build, self._replica_response)
+
+    async def GetReplicaInfo(self, request, context):
+        return await self._call(lambda: GetReplicaInfo(_name(request.broker_name, "broker_name")),
+                                self._replica_response)
+
+    async def GetSyncStateData(self, request, context):
+        def respond(status, reply: Reply):
+            groups = [pb.ReplicaGroupDetail(view=view_to_proto(g.view), replicas=[
+                pb.ReplicaStatusView(broker_id=r.broker_id, address=r.address, alive=r.alive, in_sync=r.in_sync)
+                for r in g.replicas]) for g in reply.groups]
+            return pb.GetSyncStateDataResponse(status=status, groups=groups)
+        return await self._call(
+            lambda: GetSyncStateData(tuple(_name(n, "broker_names") for n in request.broker_names)), respond)
+
+    async def CleanBrokerData(self, request, context):
+        return await self._call(
+            lambda: CleanBrokerData(request.cluster_name, _name(request.broker_name, "broker_name"),
+                                    request.broker_ids_to_clean, request.clean_living_broker),
+            lambda s, r: pb.CleanBrokerDataResponse(status=s))
+
+    async def BrokerHeartbeat(self, request, context):
+        leader, address = self.controller.leader()
+        is_leader = self.controller.machine.serving
+        try:
+            beat = Heartbeat(request.cluster_name, _name(request.broker_name, "broker_name"),
+                             _broker_id(request.broker_id, "broker_id"), request.broker_address, request.epoch,
+                             request.max_offset, request.confirm_offset, max(0, request.heartbeat_timeout_ms),
+                             request.election_priority or 2**31 - 1)
+        except BadRequest as exc:
+            return pb.BrokerHeartbeatResponse(status=_status(ResponseCode.CONTROLLER_INVALID_REQUEST, str(exc)))
+        if not self.controller.heartbeat(beat):
+            return pb.BrokerHeartbeatResponse(status=_status(ResponseCode.SYSTEM_ERROR, "too many brokers"))
+        return pb.BrokerHeartbeatResponse(status=_status(ResponseCode.SUCCESS), is_leader=is_leader,
+                                          leader_address=address)
+
+    async def GetControllerMetadata(self, request, context):
+        config = self.controller.config
+        leader, address = self.controller.leader()
+        node = self.controller.driver.node
+        return pb.GetControllerMetadataResponse(
+            status=_status(ResponseCode.SUCCESS), group=config.group, self_id=config.self_id, leader_id=leader,
+            leader_address=address, is_leader=self.controller.machine.serving, term=node.term,
+            commit_index=node.commit_index,
+            peers=[pb.ControllerPeer(id=p.name, address=p.address) for p in config.peers])
+
+    async def WatchReplicaInfo(self, request, context):
+        watchers = self.controller.watchers
+        try:
+            queue = watchers.subscribe(request.broker_name)
+        except TooManyWatchers as exc:
+            yield pb.ControllerReplicaResponse(status=_status(ResponseCode.SYSTEM_ERROR, str(exc)))
+            return
+        try:
+            replicas = self.controller.machine.replicas
+            if request.broker_name and replicas.exists(request.broker_name):
+                yield pb.ControllerReplicaResponse(status=_status(ResponseCode.SUCCESS),
+                                                   view=view_to_proto(group_view(replicas, request.broker_name)))
+            while True:
+                name, view = await queue.get()
+                if view is None:
+                    yield pb.ControllerReplicaResponse(status=_status(
+                        ResponseCode.CONTROLLER_BROKER_METADATA_NOT_EXIST, f"{name} was cleaned"),
+                        view=pb.ReplicaGroupView(broker_name=name, master_broker_id=-1))
+                else:
+                    yield pb.ControllerReplicaResponse(status=_status(ResponseCode.SUCCESS), view=view_to_proto(view))
+        except asyncio.CancelledError:
+            raise
+        finally:
+            watchers.unsubscribe(queue)

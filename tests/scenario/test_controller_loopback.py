@@ -1,0 +1,105 @@
+"""Three controller members in one process on 127.0.0.1: real gRPC, real Raft files.
+
+Not timed: every wait polls a condition with a deadline.
+"""
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+
+import pytest
+
+from proto import controller_pb2 as pb
+from services.controller.client import ControllerClient
+from services.controller.config import controller_config
+from services.controller.server import start_controller
+
+Code = pb.ControllerStatus
+
+
+def free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def configs(tmp_path, **extra):
+    ports = free_ports(3)
+    peers = ";".join(f"n{i}-127.0.0.1:{p}" for i, p in enumerate(ports))
+    return [controller_config({"controllerDLegerPeers": peers, "controllerDLegerSelfId": f"n{i}",
+                               "controllerStorePath": str(tmp_path / f"n{i}"), **extra}, "test")
+            for i in range(3)], [f"127.0.0.1:{p}" for p in ports]
+
+
+async def wait_for(condition, timeout_s: float = 10.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def serving(handles):
+    return [h for h in handles if h.controller.machine.serving]
+
+
+async def join(client: ControllerClient, name: str, broker_id: int):
+    reply = await client.call("ApplyBrokerId", pb.ApplyBrokerIdRequest(
+        cluster_name="c", broker_name=name, applied_broker_id=broker_id, register_check_code=f"h:{broker_id};1"))
+    assert reply.status.code == Code.SUCCESS, reply.status.remark
+    reply = await client.call("RegisterBroker", pb.RegisterBrokerRequest(
+        cluster_name="c", broker_name=name, broker_id=broker_id, broker_address=f"h:{broker_id}"))
+    assert reply.status.code == Code.SUCCESS, reply.status.remark
+
+
+def test_three_members_elect_serve_redirect_and_recover(tmp_path):
+    async def scenario():
+        cfgs, addresses = configs(tmp_path)
+        handles = [await start_controller(c) for c in cfgs]
+        client = ControllerClient(addresses)
+        try:
+            (leader,) = await wait_for(lambda: serving(handles) or None, what="a serving leader")
+            await join(client, "broker-a", 1)
+            await join(client, "broker-a", 2)
+            reply = await client.call("ElectMaster", pb.ElectMasterRequest(cluster_name="c", broker_name="broker-a",
+                                                                           broker_id=1))
+            assert reply.status.code == Code.SUCCESS and reply.view.master_broker_id == 1
+            assert reply.view.master_epoch == 1
+            follower = next(h for h in handles if h is not leader)
+            direct = ControllerClient([f"127.0.0.1:{follower.port}"], attempts=1)
+            refused = await direct.call("GetReplicaInfo", pb.GetReplicaInfoRequest(broker_name="broker-a"))
+            assert refused.status.code == Code.CONTROLLER_NOT_LEADER
+            assert refused.status.leader_address == f"127.0.0.1:{leader.port}"
+            await direct.close()
+            meta = await client.metadata()
+            assert meta.leader_address == f"127.0.0.1:{leader.port}" and len(meta.peers) == 3
+            # every member applies the same events
+            await wait_for(lambda: all(h.controller.machine.replicas.snapshot()
+                                       == leader.controller.machine.replicas.snapshot() for h in handles),
+                           what="replicated tables")
+        finally:
+            await client.close()
+            for h in handles:
+                await h.stop()
+        # restart all: state recovered from disk
+        handles = [await start_controller(c) for c in cfgs]
+        client = ControllerClient(addresses)
+        try:
+            await wait_for(lambda: serving(handles) or None, what="a serving leader after restart")
+            reply = await client.call("GetReplicaInfo", pb.GetReplicaInfoRequest(broker_name="broker-a"))
+            assert reply.status.code == Code.SUCCESS
+            assert (reply.view.master_broker_id, reply.view.master_epoch) == (1, 1)
+            assert dict(reply.view.members) == {1: "h:1", 2: "h:2"}
+        finally:
+            await client.close()
+            for h in handles:
+                await h.stop()
+
+    asyncio.run(scenario())

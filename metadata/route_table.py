@@ -16,6 +16,7 @@ Rules:
 - ``enableActingMaster`` is per broker name and the last registrant wins.
 - Routes pass through one seam, ``route_rewrite`` (default: the acting-master rewrite of
   ``metadata/route_acting_master.py`` when ``support_acting_master`` is set).
+- At most ``max_brokers`` registrations (``TOO_MANY_BROKERS``).
 - A broker is expired when ``last_heartbeat_ms + heartbeat_timeout_ms < now_ms``.
 """
 from __future__ import annotations
@@ -39,9 +40,10 @@ RouteRewrite = Callable[[str, BrokerRoute], BrokerRoute]
 class RouteTableOptions:
     default_heartbeat_timeout_ms: int = 120_000  # when a registration carries none
     support_acting_master: bool = False
+    max_brokers: int = 10_000
 
     def __post_init__(self) -> None:
-        assert self.default_heartbeat_timeout_ms > 0, "validated by NamesrvConfig"
+        assert self.default_heartbeat_timeout_ms > 0 and self.max_brokers > 0, "validated by NamesrvConfig"
 
 
 def _no_rewrite(topic: str, route: BrokerRoute) -> BrokerRoute:
@@ -66,6 +68,9 @@ class RouteTable:
         if other_cluster is not None and other_cluster != identity.cluster:
             return Decision((), Rejected(RouteRejection.BROKER_NAME_IN_OTHER_CLUSTER,
                                          f"broker name {identity.broker_name} is registered in cluster {other_cluster}"))
+        if identity not in self._brokers and len(self._brokers) >= self.options.max_brokers:
+            return Decision((), Rejected(RouteRejection.TOO_MANY_BROKERS,
+                                         f"the nameserver holds {len(self._brokers)} brokers, the limit"))
         registration = Registration(
             identity=identity, address=address, client_endpoint=client_endpoint, topics=topics,
             heartbeat_timeout_ms=heartbeat_timeout_ms or self.options.default_heartbeat_timeout_ms,

@@ -62,6 +62,7 @@ class RouteRejection(str, Enum):
     STALE_STATE_VERSION = "STALE_STATE_VERSION"  # another live broker holds this id with a larger stateVersion
     BROKER_NAME_IN_OTHER_CLUSTER = "BROKER_NAME_IN_OTHER_CLUSTER"
     BROKER_NOT_REGISTERED = "BROKER_NOT_REGISTERED"
+    TOO_MANY_BROKERS = "TOO_MANY_BROKERS"
 
 
 class RemovalReason(str, Enum):

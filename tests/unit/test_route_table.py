@@ -157,3 +157,10 @@ def test_old_version_group_keeps_slave_id_and_write_perm():
     table.apply_all(table.unregister(ident()).events)
     group = table.route("T").brokers[0]
     assert dict(group.addresses).keys() == {1} and group.queue_data.perm == PERM_READ_WRITE
+
+
+def test_the_number_of_brokers_is_limited_but_known_brokers_may_re_register():
+    table = RouteTable(RouteTableOptions(max_brokers=1))
+    register(table, ident(), "a:1", topics("T"))
+    assert register(table, ident("broker-b"), "b:1", topics()).reply.reason is RouteRejection.TOO_MANY_BROKERS
+    assert not register(table, ident(), "a:1", topics("T", "U")).rejected

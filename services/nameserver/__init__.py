@@ -1,0 +1,1 @@
+"""The nameserver: broker registration, liveness, routes and cluster info over gRPC."""

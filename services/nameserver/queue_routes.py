@@ -1,0 +1,44 @@
+"""Routes as the client-facing servicer needs them: one :class:`QueueRoute` per queue.
+
+Rules (reference grpc-client-protocol section 4, QueryRoute):
+- Only a group's id-0 member is routed (clients keep ``broker.id == 0`` only); after the
+  acting-master rewrite that may be a slave, with a read-only permission.
+- Queue ``i`` is readable when ``i < readQueueNums`` and writable when ``i < writeQueueNums``,
+  each only if the topic's perm allows it (RocketMQ's PermName: 4 read, 2 write).
+- The endpoint is the client endpoint of the container hosting that broker.
+"""
+from __future__ import annotations
+
+from metadata.message import MessageType
+from metadata.route_types import MASTER_ID, TopicRoute
+from metadata.topic_config import PERM_READ, PERM_WRITE
+from services.broker.api import QueueRoute
+
+
+def accept_types(message_type: str) -> tuple[MessageType, ...]:
+    if message_type == "MIXED":
+        return tuple(MessageType)
+    try:
+        return (MessageType(message_type),)
+    except ValueError:
+        return (MessageType.NORMAL,)
+
+
+def queue_routes(route: TopicRoute) -> list[QueueRoute]:
+    queues = []
+    for broker in route.brokers:
+        master = broker.addresses.get(MASTER_ID)
+        if master is None:
+            continue
+        host, _, port = master.client_endpoint.rpartition(":")
+        data = broker.queue_data
+        types = accept_types(data.message_type)
+        for queue_id in range(max(data.read_queue_nums, data.write_queue_nums)):
+            perm = 0
+            if queue_id < data.read_queue_nums:
+                perm |= data.perm & PERM_READ
+            if queue_id < data.write_queue_nums:
+                perm |= data.perm & PERM_WRITE
+            queues.append(QueueRoute(route.topic, queue_id, broker.broker_name, MASTER_ID, perm, types,
+                                     (host.strip("[]"), int(port))))
+    return queues

@@ -1,0 +1,149 @@
+"""Nameserver request converters and servicer: bad input -> a clear status, never a crash."""
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from metadata.route_types import BrokerIdentity
+from proto import nameserver_pb2 as pb
+from scheduler.clock import ManualClock
+from services.nameserver import converters as conv
+from services.nameserver.config import NamesrvConfig, namesrv_config
+from services.nameserver.queue_routes import queue_routes
+from services.nameserver.service import NameserverDriver, NameserverServicer
+from metadata.config import ConfigError
+
+
+class Aborted(Exception):
+    pass
+
+
+class FakeContext:
+    def __init__(self):
+        self.code = None
+        self.details = None
+
+    async def abort(self, code, details):
+        self.code, self.details = code, details
+        raise Aborted(details)
+
+
+def call(servicer, name, request):
+    context = FakeContext()
+    try:
+        reply = asyncio.run(getattr(servicer, name)(request, context))
+    except Aborted:
+        return None, context
+    return reply, context
+
+
+def servicer(clock=None):
+    return NameserverServicer(NameserverDriver(NamesrvConfig(), clock or ManualClock()))
+
+
+def good_request(**changes) -> pb.NameserverRegisterBrokerRequest:
+    request = pb.NameserverRegisterBrokerRequest(
+        broker=pb.NameserverBrokerIdentity(cluster="DefaultCluster", broker_name="broker-a", broker_id=0),
+        address="127.0.0.1:10911", client_endpoint="127.0.0.1:8081",
+        topics=[pb.NameserverTopicConfig(topic="T", read_queue_nums=4, write_queue_nums=4, perm=6, message_type="FIFO")],
+    )
+    for key, value in changes.items():
+        if key == "topics_version":
+            request.topics_version.CopyFrom(value)
+        else:
+            setattr(request, key, value)
+    return request
+
+
+texts = st.one_of(st.text(max_size=40), st.sampled_from(["", "a:1", "host:0", "h:70000", "[::1]:80", "x y:1", "ok-name"]))
+ints = st.one_of(st.integers(min_value=-(2**31), max_value=2**31 - 1), st.sampled_from([0, 1, 1024, 1025, -1]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(cluster=texts, name=texts, broker_id=st.integers(min_value=-(2**62), max_value=2**62), address=texts,
+       endpoint=texts, topic=texts, read=ints, write=ints, perm=ints, message_type=texts,
+       timeout=st.integers(min_value=-(2**62), max_value=2**62), state_version=st.integers(min_value=-(2**62), max_value=2**62))
+def test_register_never_crashes_on_any_input(cluster, name, broker_id, address, endpoint, topic, read, write, perm,
+                                             message_type, timeout, state_version):
+    request = pb.NameserverRegisterBrokerRequest(
+        broker=pb.NameserverBrokerIdentity(cluster=cluster, broker_name=name, broker_id=broker_id),
+        address=address, client_endpoint=endpoint, heartbeat_timeout_ms=timeout,
+        topics=[pb.NameserverTopicConfig(topic=topic, read_queue_nums=read, write_queue_nums=write, perm=perm,
+                                         message_type=message_type)],
+        topics_version=pb.NameserverDataVersion(state_version=state_version),
+    )
+    reply, context = call(servicer(), "RegisterBroker", request)
+    if reply is None:
+        assert context.code == grpc.StatusCode.INVALID_ARGUMENT, context.details
+        assert context.details.startswith("BAD_REQUEST: ")
+
+
+@settings(max_examples=100, deadline=None)
+@given(topic=texts)
+def test_query_route_never_crashes(topic):
+    reply, context = call(servicer(), "QueryRoute", pb.NameserverQueryRouteRequest(topic=topic))
+    assert reply is None and context.code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND)
+
+
+@pytest.mark.parametrize("changes, field", [
+    ({"address": "nohost"}, "address"),
+    ({"client_endpoint": "h:0"}, "client_endpoint"),
+    ({"heartbeat_timeout_ms": -5}, "heartbeat_timeout_ms"),
+])
+def test_bad_fields_are_named(changes, field):
+    reply, context = call(servicer(), "RegisterBroker", good_request(**changes))
+    assert reply is None and context.code == grpc.StatusCode.INVALID_ARGUMENT and field in context.details
+
+
+def test_bad_broker_name_and_duplicate_topics_are_named():
+    request = good_request()
+    request.broker.broker_name = "bad name"
+    assert "broker.broker_name" in call(servicer(), "RegisterBroker", request)[1].details
+    request = good_request()
+    request.topics.append(request.topics[0])
+    assert "appears twice" in call(servicer(), "RegisterBroker", request)[1].details
+    request = good_request()
+    request.topics[0].read_queue_nums = 0
+    assert "topics[0]" in call(servicer(), "RegisterBroker", request)[1].details
+
+
+def test_register_then_route_through_the_servicer_and_rejections_carry_their_reason():
+    clock = ManualClock()
+    s = servicer(clock)
+    reply, _ = call(s, "RegisterBroker", good_request(topics_version=pb.NameserverDataVersion(state_version=3)))
+    assert reply is not None
+    route, _ = call(s, "QueryRoute", pb.NameserverQueryRouteRequest(topic="T"))
+    assert route.brokers[0].members[0].client_endpoint == "127.0.0.1:8081"
+    assert route.brokers[0].message_type == "FIFO"
+    rogue = good_request(address="10.0.0.9:10911", topics_version=pb.NameserverDataVersion(state_version=2))
+    reply, context = call(s, "RegisterBroker", rogue)
+    assert context.code == grpc.StatusCode.FAILED_PRECONDITION and context.details.startswith("STALE_STATE_VERSION")
+    unknown = pb.NameserverUnregisterBrokerRequest(broker=pb.NameserverBrokerIdentity(cluster="C", broker_name="x"))
+    assert call(s, "UnregisterBroker", unknown)[1].details.startswith("BROKER_NOT_REGISTERED")
+
+
+def test_queue_routes_follow_read_and_write_queue_numbers():
+    s = servicer()
+    request = good_request()
+    request.topics[0].read_queue_nums, request.topics[0].write_queue_nums = 2, 3
+    call(s, "RegisterBroker", request)
+    route = s.driver.table.route("T")
+    queues = queue_routes(route)
+    assert [(q.queue_id, q.permission) for q in queues] == [(0, 6), (1, 6), (2, 2)]
+    assert queues[0].endpoint == ("127.0.0.1", 8081) and queues[0].broker_id == 0
+
+
+def test_config_binds_rocketmq_keys_and_refuses_bad_values():
+    config = namesrv_config({"listenPort": "9999", "scanNotActiveBrokerInterval": "100"}, "ns.properties")
+    assert config.listen_port == 9999 and config.scan_not_active_broker_interval_ms == 100
+    assert config.bind_address == "127.0.0.1" and config.broker_channel_expired_time_ms == 120_000
+    with pytest.raises(ConfigError, match="ns.properties: listenPort"):
+        namesrv_config({"listenPort": "70000"}, "ns.properties")
+
+
+def test_identity_round_trip():
+    identity = BrokerIdentity("C", "b", 3)
+    assert conv.identity_from_proto(conv.identity_to_proto(identity)) == identity

@@ -1,0 +1,194 @@
+"""One broker: a thin composition of its managers and services, implementing BrokerApi and
+BrokerAdminApi.
+
+Rules:
+- ``start`` loads topics, groups and every checkpoint, replays the pop / timer / transaction
+  logs (recovery), then starts the periodic tasks (offset + state flush, revive, timer,
+  transaction check, store retention).  ``stop`` stops the tasks, then persists everything;
+  the container calls ``store.shutdown()`` afterwards.
+- Slaves answer reads only: every mutating client call on a SLAVE is FORBIDDEN.
+- Exceptions to the caller are :class:`RequestRejected` (user-facing status) or bugs.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Mapping, Sequence
+
+from metadata.consumer_offsets import ConsumerOffsetTable
+from metadata.names import retry_topic
+from metadata.status import Code, RequestRejected
+from metadata.subscription_group import SubscriptionGroupConfig, SubscriptionGroupTable
+from metadata.topic_config import TopicConfig, TopicTable
+from scheduler.clock import Clock
+from scheduler.periodic import PeriodicTasks
+from services.broker.admin_api import QueueProgress, QueueStatus
+from services.broker.api import Delivery, GroupSettings, ReceiveRequest, SendItem, SendOutcome, TransactionCheckSink
+from services.broker.config import BrokerConfig
+from services.broker.groups import GroupManager
+from services.broker.long_poll import AppendNotifier
+from services.broker.pop_service import PopService
+from services.broker.send_service import SendService
+from services.broker.timer_service import TimerService
+from services.broker.topics import TopicManager
+from services.broker.transaction_service import TransactionService
+
+log = logging.getLogger(__name__)
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig, store, clock: Clock, transaction_sink: TransactionCheckSink):
+        self.config, self.store, self.clock = config, store, clock
+        self.name, self.broker_id, self.cluster = config.broker_name, config.broker_id, config.broker_cluster_name
+        config_dir = store.config.store_path_root_dir / "config"
+        self.topics = TopicManager(config, config_dir)
+        self.groups = GroupManager(config_dir)
+        self.notifier = AppendNotifier()
+        self.pop = PopService(config, store, clock, self.topics, self.groups, self.notifier, config_dir)
+        self.timer = TimerService(config, store, clock, config_dir)
+        self.transactions = TransactionService(config, store, clock, transaction_sink, config_dir)
+        self.sender = SendService(config, store, clock, self.topics, self.timer, self.transactions)
+        self.tasks = PeriodicTasks(f"broker {config.broker_name}-{config.broker_id}")
+        self.started_ms = 0
+
+    # ---- lifecycle ----------------------------------------------------------------------------
+    async def start(self) -> None:
+        self.started_ms = self.clock.now_ms()
+        self.topics.load()
+        self.groups.load()
+        self.notifier.bind_loop()
+        self.store.add_append_listener(self.notifier.on_append)
+        replayed = self.pop.recover()
+        self.timer.recover()
+        self.transactions.recover()
+        log.info("broker %s started: %d pop records replayed", self.name, replayed)
+        self._declare_tasks()
+        self.tasks.start()
+
+    def _declare_tasks(self) -> None:
+        c = self.config
+        self.tasks.declare("flush-state", c.flush_consumer_offset_interval_ms, self.persist, c.flush_consumer_offset_interval_ms)
+        if c.is_master:
+            self.tasks.declare("revive", c.revive_interval_ms, self.pop.revive, c.revive_interval_ms)
+            self.tasks.declare("timer", c.timer_tick_ms, self.timer.tick)
+            self.tasks.declare("transaction-check", c.transaction_scan_interval_ms, self.transactions.check)
+        self.tasks.declare("clean-expired", c.clean_expired_interval_ms, self.store.clean_expired, c.clean_expired_interval_ms)
+
+    def persist(self) -> None:
+        self.pop.persist()
+        self.timer.persist()
+        self.transactions.persist()
+
+    async def stop(self) -> None:
+        await self.tasks.stop()
+        self.persist()
+
+    def _writable(self) -> None:
+        if not self.config.is_master:
+            raise RequestRejected(Code.FORBIDDEN, f"broker {self.name}-{self.broker_id} is a slave")
+
+    # ---- BrokerApi ----------------------------------------------------------------------------
+    async def send(self, items: Sequence[SendItem]) -> list[SendOutcome]:
+        self._writable()
+        return await self.sender.send(items)
+
+    async def end_transaction(self, topic: str, message_id: str, transaction_id: str, commit: bool, from_check: bool) -> None:
+        self._writable()
+        await self.transactions.end(topic, message_id, transaction_id, commit)
+
+    async def recall(self, topic: str, recall_handle: str) -> str:
+        self._writable()
+        return await self.timer.recall(topic, recall_handle)
+
+    async def receive(self, request: ReceiveRequest) -> list[Delivery]:
+        self._writable()
+        return await self.pop.receive(request)
+
+    async def ack(self, group: str, topic: str, message_id: str, receipt_handle: str) -> None:
+        self._writable()
+        await self.pop.ack(group, receipt_handle)
+
+    async def change_invisible_duration(self, group: str, topic: str, message_id: str, receipt_handle: str, invisible_ms: int) -> str:
+        self._writable()
+        return await self.pop.change_invisible(group, receipt_handle, invisible_ms)
+
+    async def forward_to_dead_letter_queue(self, group: str, topic: str, message_id: str, receipt_handle: str) -> None:
+        self._writable()
+        await self.pop.forward_to_dead_letter(group, receipt_handle)
+
+    def group_settings(self, group: str) -> GroupSettings:
+        config = self.groups.get(group)
+        if config is None:
+            return GroupSettings()
+        return GroupSettings(fifo=config.consume_message_orderly, max_delivery_attempts=config.max_delivery_attempts)
+
+    # ---- periodic work, callable directly by tests ----------------------------------------------
+    async def run_revive(self) -> int:
+        return await self.pop.revive()
+
+    async def run_timer(self) -> int:
+        return await self.timer.tick()
+
+    async def run_transaction_check(self) -> int:
+        return await self.transactions.check()
+
+    # ---- BrokerAdminApi -----------------------------------------------------------------------
+    @property
+    def role(self) -> str:
+        return "MASTER" if self.config.is_master else "SLAVE"
+
+    def topic_table(self) -> TopicTable:
+        return self.topics.table
+
+    async def upsert_topic(self, config: TopicConfig) -> None:
+        self.topics.upsert(config, self.clock.now_ms())
+
+    async def delete_topic(self, topic: str) -> None:
+        if self.topics.delete(topic, self.clock.now_ms()):
+            self.store.delete_topic(topic)
+
+    def group_table(self) -> SubscriptionGroupTable:
+        return self.groups.table
+
+    async def upsert_group(self, config: SubscriptionGroupConfig) -> None:
+        self.groups.upsert(config, self.clock.now_ms())
+
+    async def delete_group(self, group: str) -> None:
+        self.groups.delete(group, self.clock.now_ms())
+        self.pop.drop_group(group)
+        self.pop.persist()
+
+    def topic_status(self, topic: str) -> list[QueueStatus]:
+        config = self.topics.get(topic)
+        if config is None:
+            raise RequestRejected(Code.TOPIC_NOT_FOUND, f"topic {topic} does not exist on broker {self.name}")
+        rows = []
+        for queue_id in range(config.queue_nums):
+            max_offset = self.store.max_offset(topic, queue_id)
+            newest = self.store.get(topic, queue_id, max_offset - 1, 1).messages if max_offset > 0 else []
+            rows.append(QueueStatus(queue_id, self.store.min_offset(topic, queue_id), max_offset,
+                                    newest[0].store_timestamp_ms if newest else 0))
+        return rows
+
+    def consumer_progress(self, group: str, topic: str | None = None) -> list[QueueProgress]:
+        topics = [topic] if topic else sorted({t for t, g, _, _ in self.pop.keeper.table.rows() if g == group}
+                                               | {k.topic for k, _ in self.pop.table.items() if k.group == group})
+        rows = []
+        for name in topics:
+            config = self.topics.get(name)
+            queues = range(config.queue_nums) if config else range(1 if name == retry_topic(group) else 0)
+            for queue_id in queues:
+                committed = self.pop.committed_offset(group, name, queue_id) or 0
+                rows.append(QueueProgress(name, queue_id, self.store.max_offset(name, queue_id), committed,
+                                          self.pop.inflight_count(group, name, queue_id)))
+        return rows
+
+    def consumer_offset_table(self) -> ConsumerOffsetTable:
+        return self.pop.keeper.table
+
+    def status(self) -> Mapping[str, object]:
+        queues = self.store.queues()
+        messages = sum(self.store.max_offset(t, q) - self.store.min_offset(t, q) for t, ids in queues.items() for q in ids)
+        return {"brokerName": self.name, "brokerId": self.broker_id, "cluster": self.cluster, "role": self.role,
+                "brokerRole": self.config.broker_role.value, "uptimeMs": self.clock.now_ms() - self.started_ms,
+                "storeSizeBytes": self.store.disk_usage_bytes(), "messageCount": messages,
+                "topicCount": len(self.topics.table.topics), "groupCount": len(self.groups.table.groups)}

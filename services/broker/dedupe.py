@@ -1,0 +1,37 @@
+"""Send de-duplication: a bounded LRU of recently answered message ids.
+
+Rules: the official clients retry a failed send immediately with the same message id; a
+message id answered within ``window_ms`` gets the same outcome again instead of a second
+copy.  At most ``max_entries`` ids are kept (oldest dropped first).  Pure: now_ms is an input.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class SendDedupe(Generic[T]):
+    def __init__(self, window_ms: int, max_entries: int):
+        self.window_ms = window_ms
+        self.max_entries = max_entries
+        self._entries: OrderedDict[tuple[str, str], tuple[int, T]] = OrderedDict()
+
+    def lookup(self, topic: str, message_id: str, now_ms: int) -> T | None:
+        if not message_id:
+            return None
+        found = self._entries.get((topic, message_id))
+        if found is None or now_ms - found[0] > self.window_ms:
+            return None
+        return found[1]
+
+    def remember(self, topic: str, message_id: str, outcome: T, now_ms: int) -> None:
+        if not message_id or self.max_entries == 0 or self.window_ms == 0:
+            return
+        self._entries[(topic, message_id)] = (now_ms, outcome)
+        self._entries.move_to_end((topic, message_id))
+        while len(self._entries) > self.max_entries:
+            self._entries.popitem(last=False)
+        while self._entries and now_ms - next(iter(self._entries.values()))[0] > self.window_ms:
+            self._entries.popitem(last=False)

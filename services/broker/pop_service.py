@@ -1,0 +1,291 @@
+"""The pop driver: receive, ack, change invisible duration, DLQ forward and revive, durably.
+
+Durability design (close to RocketMQ's own pop checkpoints):
+- Every pop decision is a small record (``scheduler.pop.records``) appended to the system
+  topic ``rmq_sys_REVIVE_LOG`` of the same commit log, so it is group-committed and flushed
+  under the store's flushDiskType like any message (and replicated with it later).
+- A receive reserves its messages in memory first (so concurrent receives never deliver the
+  same message twice), then writes its pop record, and answers only after the write returned.
+  An ack, a change and a DLQ forward write their record first and apply it after: an
+  answered ack is as durable as a send.
+- Every ``flushConsumerOffsetInterval`` the table is snapshot to ``config/popState.json``
+  together with the pop-log offset it covers (the snapshot is taken right after applying the
+  log up to that offset), then ``consumerOffset.json`` is written.  On start the snapshot is
+  loaded and the pop log is replayed from its offset; application is idempotent
+  (``PopTable`` rules), so replaying records already reflected is harmless.
+- After a crash: an unacked message is in flight in the snapshot or the log (it expires and
+  is redelivered) or was never recorded (the cursor is behind it: delivered again).  An
+  answered ack is in the log.  Under ASYNC_FLUSH the window is the store's flush interval.
+- Expired non-FIFO entries are revived: copied to ``%RETRY%<group>`` (or ``%DLQ%<group>``
+  past max attempts) and acked, in that order (a crash in between duplicates, never loses).
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Sequence
+
+from metadata.consumer_offsets import parse_document as parse_offsets
+from metadata.message import MessageDraft, StoredMessage
+from metadata.names import dlq_topic, retry_topic
+from metadata.status import Code, RequestRejected
+from scheduler.pop.decisions import PopContext, PopPlan, PopRejection, decide_ack, decide_change, plan_fifo_redelivery, plan_new
+from scheduler.pop.receipt import ReceiptHandle, decode
+from scheduler.pop.records import REVIVE_TOPIC, AckRecord, InFlight, QueueKey, Record, decode_record, encode_record
+from scheduler.pop.table import HandleCheck, PopTable, QueueState
+from services.broker import requeue
+from services.broker.api import Delivery, FilterType, ReceiveRequest
+from services.broker.config import BrokerConfig
+from services.broker.config_files import read_document, write_document
+from services.broker.groups import GroupManager
+from services.broker.internal_put import put_retrying
+from services.broker.long_poll import AppendNotifier
+from services.broker.offset_keeper import OffsetKeeper
+from services.broker.topics import TopicManager
+from store.results import GetStatus
+
+log = logging.getLogger(__name__)
+
+POP_STATE_FILE = "popState.json"
+OFFSET_FILE = "consumerOffset.json"
+LOG_READ_BATCH = 1024
+
+
+def parse_tags(expression: str) -> frozenset[str] | None:
+    text = expression.strip()
+    if text in ("", "*"):
+        return None
+    return frozenset(tag.strip() for tag in text.split("||") if tag.strip())
+
+
+class PopService:
+    def __init__(self, config: BrokerConfig, store, clock, topics: TopicManager, groups: GroupManager,
+                 notifier: AppendNotifier, config_dir: Path):
+        self.config, self.store, self.clock = config, store, clock
+        self.topics, self.groups, self.notifier = topics, groups, notifier
+        self.state_path = config_dir / POP_STATE_FILE
+        self.offset_path = config_dir / OFFSET_FILE
+        self.table = PopTable()
+        self.keeper = OffsetKeeper(config.consumer_offset_update_version_step)
+        self.log_offset = 0  # next pop-log record to apply
+        self._round_robin: dict[tuple[str, str], int] = {}
+
+    # ---- recovery and snapshot -------------------------------------------------------------
+    def recover(self) -> int:
+        offsets = read_document(self.offset_path, parse_offsets)
+        if offsets is not None:
+            self.keeper = OffsetKeeper(self.config.consumer_offset_update_version_step, offsets)
+        state = read_document(self.state_path, lambda doc: doc)
+        if state is not None:
+            self.table = PopTable.from_document(state)
+            self.log_offset = int(state.get("reviveOffset", 0))
+        return self.catch_up()
+
+    def catch_up(self) -> int:
+        """Apply pop-log records from the cursor to the end of the log; returns how many."""
+        applied = 0
+        while True:
+            result = self.store.get(REVIVE_TOPIC, 0, self.log_offset, LOG_READ_BATCH)
+            if result.status is GetStatus.OFFSET_TOO_SMALL:  # trimmed by retention
+                self.log_offset = result.next_offset
+                continue
+            if result.messages:
+                self.log_offset = result.next_offset
+            for message in result.messages:
+                record = decode_record(message.body)
+                if record is not None:
+                    self._apply(record)
+                    applied += 1
+            if not result.messages:
+                return applied
+
+    def persist(self) -> None:
+        self.catch_up()
+        document = self.table.to_document()
+        document["reviveOffset"] = self.log_offset
+        write_document(self.state_path, document)
+        offsets = self.keeper.document_to_persist(self.clock.now_ms())
+        if offsets is not None:
+            write_document(self.offset_path, offsets)
+
+    def _apply(self, record: Record) -> None:
+        for commit in self.table.apply(record):
+            self.keeper.commit(commit.topic, commit.group, commit.queue_id, commit.offset, self.clock.now_ms())
+
+    async def _write(self, records: Sequence[Record]) -> None:
+        now = self.clock.now_ms()
+        drafts = [MessageDraft(REVIVE_TOPIC, 0, encode_record(r), now) for r in records]
+        await put_retrying(self.store, drafts, self.config.internal_put_retries,
+                           self.config.internal_put_retry_backoff_ms, "pop log")
+
+    # ---- receive ---------------------------------------------------------------------------
+    async def receive(self, request: ReceiveRequest) -> list[Delivery]:
+        if request.filter.type is FilterType.SQL:
+            raise RequestRejected(Code.UNSUPPORTED, "SQL92 filtering is not supported; use TAG expressions")
+        group = self.groups.get_or_create(request.group, self.clock.now_ms())
+        if not group.consume_enable:
+            raise RequestRejected(Code.FORBIDDEN, f"consumer group {request.group} is disabled")
+        topic = self.topics.for_receive(request.topic)
+        long_poll_ms = min(request.long_poll_ms, self.config.long_polling_max_ms)
+        wait_until = min(request.deadline_ms, self.clock.monotonic_ms() + long_poll_ms)
+        timed_out = False
+        while True:
+            waiter = self.notifier.register((request.topic, retry_topic(request.group)))
+            try:
+                plans = self._plan(request, group.consume_message_orderly, group.max_delivery_attempts, topic.read_queue_nums)
+                if plans:
+                    return await self._deliver(request.group, plans)
+                remaining = wait_until - self.clock.monotonic_ms()
+                if timed_out or remaining <= 0:
+                    return []
+                timed_out = not await waiter.wait(remaining)
+            finally:
+                waiter.close()
+
+    def _queue_keys(self, request: ReceiveRequest, fifo: bool, read_queues: int) -> list[QueueKey]:
+        if request.queue_id >= 0:
+            ids = [request.queue_id] if request.queue_id < read_queues else []
+        else:
+            start = self._round_robin.get((request.group, request.topic), 0)
+            self._round_robin[(request.group, request.topic)] = start + 1
+            ids = [(start + i) % read_queues for i in range(read_queues)]
+        keys = [QueueKey(request.group, request.topic, queue_id) for queue_id in ids]
+        retry = retry_topic(request.group)
+        if not fifo and self.topics.get(retry) is not None:
+            keys.insert(0, QueueKey(request.group, retry, 0))
+        return keys
+
+    def _state(self, key: QueueKey) -> QueueState:
+        state = self.table.get(key)
+        if state is None:
+            committed = self.keeper.get(key.topic, key.group, key.queue_id)
+            if committed is None:
+                never_trimmed = self.store.min_offset(key.topic, key.queue_id) == 0
+                committed = 0 if never_trimmed else self.store.max_offset(key.topic, key.queue_id)
+            state = self.table.ensure(key, committed)
+        return state
+
+    def _plan(self, request: ReceiveRequest, fifo: bool, group_max_attempts: int, read_queues: int) -> list[PopPlan]:
+        now = self.clock.now_ms()
+        budget = min(request.batch_size, self.config.max_receive_batch_size)
+        tags = parse_tags(request.filter.expression)
+        plans = []
+        for key in self._queue_keys(request, fifo, read_queues):
+            if budget <= 0:
+                break
+            context = PopContext(now, request.invisible_ms, request.max_delivery_attempts or group_max_attempts,
+                                 budget, self.config.pop_inflight_max_per_queue, fifo,
+                                 None if key.topic != request.topic else tags)
+            plan = self._plan_queue(key, context)
+            if plan.record is not None:
+                self._apply(plan.record)  # reserve before any await
+                plans.append(plan)
+                budget -= len(plan.deliveries)
+        return plans
+
+    def _plan_queue(self, key: QueueKey, context: PopContext) -> PopPlan:
+        state = self._state(key)
+        next_seq = lambda: self.table.next_seq(context.now_ms)  # noqa: E731
+        if context.fifo and state.inflight:
+            messages = {o: m for o, e in state.inflight.items() if (m := self.store.read_at(e.commit_offset)) is not None}
+            return plan_fifo_redelivery(key, state, messages, context, next_seq)
+        if state.unacked >= context.inflight_max:
+            return PopPlan(None, ())
+        result = self.store.get(key.topic, key.queue_id, state.pop_offset, self.config.pop_scan_max)
+        if result.status is GetStatus.OFFSET_TOO_SMALL:  # trimmed by retention: skip to the oldest kept
+            result = self.store.get(key.topic, key.queue_id, result.next_offset, self.config.pop_scan_max)
+        return plan_new(key, state, result.messages, context, next_seq)
+
+    async def _deliver(self, group: str, plans: list[PopPlan]) -> list[Delivery]:
+        await self._write([plan.record for plan in plans])
+        deliveries, dead = [], []
+        for plan in plans:
+            for item in plan.deliveries:
+                if item.dead_letter:
+                    dead.append((plan.record.key, item.entry, item.message))
+                    continue
+                handle = ReceiptHandle(plan.record.key.topic, plan.record.key.queue_id, item.entry.offset, item.entry.seq)
+                deliveries.append(Delivery(requeue.consumer_view(item.message), handle.encode(), item.entry.attempt,
+                                           item.entry.deadline_ms, requeue.dead_letter_origin(item.message)))
+        if dead:
+            await self._dead_letter(group, dead)
+        return deliveries
+
+    # ---- ack, change, forward ---------------------------------------------------------------
+    async def ack(self, group: str, receipt_handle: str) -> None:
+        decision = decide_ack(self.table, group, decode(receipt_handle))
+        if isinstance(decision, PopRejection):
+            raise RequestRejected(Code.INVALID_RECEIPT_HANDLE, "receipt handle is stale, expired or unknown")
+        if decision is not None:
+            await self._write([decision])
+            self._apply(decision)
+
+    async def change_invisible(self, group: str, receipt_handle: str, invisible_ms: int) -> str:
+        decision = decide_change(self.table, group, decode(receipt_handle), invisible_ms, self.clock.now_ms())
+        if isinstance(decision, PopRejection):
+            raise RequestRejected(Code.INVALID_RECEIPT_HANDLE, "receipt handle is stale, expired or unknown")
+        record, handle = decision
+        await self._write([record])
+        self._apply(record)
+        return handle.encode()
+
+    async def forward_to_dead_letter(self, group: str, receipt_handle: str) -> None:
+        handle = decode(receipt_handle)
+        check = self.table.check_handle(group, handle) if handle is not None else HandleCheck.STALE
+        if check is HandleCheck.ALREADY_ACKED:
+            return
+        if check is HandleCheck.STALE:
+            raise RequestRejected(Code.INVALID_RECEIPT_HANDLE, "receipt handle is stale, expired or unknown")
+        key = QueueKey(group, handle.topic, handle.queue_id)
+        entry = self.table.get(key).inflight[handle.offset]
+        message = self.store.read_at(entry.commit_offset)
+        await self._dead_letter(group, [(key, entry, message)])
+
+    async def _dead_letter(self, group: str, items: list[tuple[QueueKey, InFlight, StoredMessage | None]]) -> None:
+        self.topics.ensure_system_topic(dlq_topic(group), self.clock.now_ms())
+        drafts = [requeue.dead_letter_draft(m, group, e.attempt) for _, e, m in items if m is not None]
+        if drafts:
+            await put_retrying(self.store, drafts, self.config.internal_put_retries, self.config.internal_put_retry_backoff_ms, "dlq")
+        await self._ack_all([AckRecord(key, entry.offset) for key, entry, _ in items])
+
+    async def _ack_all(self, records: list[AckRecord]) -> None:
+        await self._write(records)
+        for record in records:
+            self._apply(record)
+
+    # ---- revive -------------------------------------------------------------------------------
+    async def revive(self) -> int:
+        """Move expired non-FIFO in-flight messages to the retry topic (or the DLQ); returns how many."""
+        expired = self.table.expired(self.clock.now_ms(), self.config.revive_batch_max)
+        if not expired:
+            return 0
+        retries: list[MessageDraft] = []
+        dead: list[tuple[QueueKey, InFlight, StoredMessage | None]] = []
+        acks: list[AckRecord] = []
+        for key, entry in expired:
+            message = self.store.read_at(entry.commit_offset)
+            if message is None or entry.attempt + 1 > entry.max_attempts:
+                dead.append((key, entry, message))
+                continue
+            self.topics.ensure_system_topic(retry_topic(key.group), self.clock.now_ms())
+            retries.append(requeue.retry_draft(message, key.group, entry.attempt))
+            acks.append(AckRecord(key, entry.offset))
+        if retries:
+            await put_retrying(self.store, retries, self.config.internal_put_retries, self.config.internal_put_retry_backoff_ms, "retry")
+            await self._ack_all(acks)
+        for key, entry, message in dead:
+            await self._dead_letter(key.group, [(key, entry, message)])
+        return len(expired)
+
+    # ---- admin views --------------------------------------------------------------------------
+    def inflight_count(self, group: str, topic: str, queue_id: int) -> int:
+        state = self.table.get(QueueKey(group, topic, queue_id))
+        return state.unacked if state else 0
+
+    def committed_offset(self, group: str, topic: str, queue_id: int) -> int | None:
+        state = self.table.get(QueueKey(group, topic, queue_id))
+        return state.commit if state else self.keeper.get(topic, group, queue_id)
+
+    def drop_group(self, group: str) -> None:
+        self.table.drop_group(group)
+        self.keeper.drop_group(group, self.clock.now_ms())

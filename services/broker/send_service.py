@@ -1,0 +1,109 @@
+"""The send path: validate against the topic, choose the queue, store, answer.
+
+Rules:
+- The topic must exist (or be auto-created), be writable and accept the message type.
+- Queue choice: round robin over the write queues; FIFO maps the message group to a queue
+  with a stable hash (CRC32, the same across restarts and processes), so one group's
+  messages stay in one queue in send order.
+- DELAY needs a delivery timestamp at most ``maxDelayTimeMills`` ahead (else
+  ILLEGAL_DELIVERY_TIME); one already due is stored directly.  TRANSACTION goes to the half
+  topic.  Everything else is put as is.
+- A message id answered recently is answered again from the de-duplication LRU (client
+  retries), and a send still in progress with the same id is awaited, not duplicated.
+"""
+from __future__ import annotations
+
+import asyncio
+import zlib
+from typing import Sequence
+
+from metadata.message import MessageType, Prop
+from metadata.status import Code, RequestRejected
+from metadata.topic_config import TopicConfig
+from services.broker.api import SendItem, SendOutcome
+from services.broker.config import BrokerConfig
+from services.broker.dedupe import SendDedupe
+from services.broker.internal_put import rejection_for
+from services.broker.timer_service import TimerService
+from services.broker.topics import TopicManager
+from services.broker.transaction_service import TransactionService
+from store.errors import StoreError
+
+
+def fifo_queue(message_group: str, write_queues: int) -> int:
+    return zlib.crc32(message_group.encode("utf-8")) % write_queues
+
+
+class SendService:
+    def __init__(self, config: BrokerConfig, store, clock, topics: TopicManager, timer: TimerService,
+                 transactions: TransactionService):
+        self.config, self.store, self.clock = config, store, clock
+        self.topics, self.timer, self.transactions = topics, timer, transactions
+        self.dedupe: SendDedupe[SendOutcome] = SendDedupe(config.send_dedupe_window_ms, config.send_dedupe_max_entries)
+        self._round_robin: dict[str, int] = {}
+        self._in_progress: dict[tuple[str, str], asyncio.Future] = {}
+
+    async def send(self, items: Sequence[SendItem]) -> list[SendOutcome]:
+        return [await self._send_deduplicated(item) for item in items]
+
+    async def _send_deduplicated(self, item: SendItem) -> SendOutcome:
+        key = (item.draft.topic, item.draft.message_id)
+        known = self.dedupe.lookup(*key, self.clock.now_ms())
+        if known is not None:
+            return known
+        if item.draft.message_id and key in self._in_progress:
+            return await asyncio.shield(self._in_progress[key])
+        future = asyncio.get_running_loop().create_future()
+        if item.draft.message_id:
+            self._in_progress[key] = future
+        try:
+            outcome = await self._send_one(item)
+            self.dedupe.remember(*key, outcome, self.clock.now_ms())
+            future.set_result(outcome)
+            return outcome
+        except BaseException as error:
+            future.set_exception(error)
+            future.exception()  # retrieved: a waiter gets it, nobody else has to
+            raise
+        finally:
+            self._in_progress.pop(key, None)
+
+    def _queue(self, topic: TopicConfig, item: SendItem) -> int:
+        if item.message_type is MessageType.FIFO:
+            if not item.message_group:
+                raise RequestRejected(Code.ILLEGAL_MESSAGE_GROUP, "a FIFO message needs a message group")
+            return fifo_queue(item.message_group, topic.write_queue_nums)
+        turn = self._round_robin.get(topic.topic_name, 0)
+        self._round_robin[topic.topic_name] = turn + 1
+        return turn % topic.write_queue_nums
+
+    def _due_ms(self, item: SendItem, now_ms: int) -> int:
+        due = item.delivery_timestamp_ms
+        if due is None:
+            raise RequestRejected(Code.ILLEGAL_DELIVERY_TIME, "a DELAY message needs a delivery timestamp")
+        if due - now_ms > self.config.max_delay_time_ms:
+            raise RequestRejected(Code.ILLEGAL_DELIVERY_TIME,
+                                  f"delivery timestamp is more than {self.config.max_delay_time_ms} ms ahead")
+        return due
+
+    async def _send_one(self, item: SendItem) -> SendOutcome:
+        now = self.clock.now_ms()
+        topic = self.topics.for_send(item.draft.topic, item.message_type, now)
+        properties = {**item.draft.properties, Prop.MESSAGE_TYPE: item.message_type.value}
+        if item.message_group:
+            properties[Prop.MESSAGE_GROUP] = item.message_group
+        draft = item.draft.with_changes(queue_id=self._queue(topic, item), properties=properties)
+        message_id = draft.message_id
+        try:
+            if item.message_type is MessageType.DELAY:
+                due = self._due_ms(item, now)
+                if due > now:
+                    stored, handle = await self.timer.schedule(draft, due)
+                    return SendOutcome(message_id, draft.queue_id, stored.queue_offset, recall_handle=handle)
+            if item.message_type is MessageType.TRANSACTION:
+                stored, transaction_id = await self.transactions.prepare(draft)
+                return SendOutcome(message_id, draft.queue_id, stored.queue_offset, transaction_id=transaction_id)
+            stored = (await self.store.put([draft]))[0]
+            return SendOutcome(message_id, stored.queue_id, stored.queue_offset)
+        except StoreError as error:
+            raise rejection_for(error) from error

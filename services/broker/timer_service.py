@@ -1,0 +1,116 @@
+"""The timer driver: delay messages wait in ``rmq_sys_wheel_timer`` and are re-put when due.
+
+Rules (the index rules are in ``scheduler.timer``):
+- A due message is re-put into its real topic and queue together with its "delivered" op
+  record in one put, so after a crash it is either delivered with its op or not at all
+  (exactly once as far as one put is atomic: the store writes a batch in one write).
+- A recall removes the entry from the index before writing its "cancelled" op (so a
+  concurrent tick cannot deliver it); a message already being delivered, delivered, or
+  unknown is NOT_FOUND.
+- ``config/timerCheckpoint.json`` holds the index and both cursors; start loads it and
+  rescans the timer and op topics from the cursors.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from metadata.message import MessageDraft, Prop, StoredMessage
+from metadata.status import Code, RequestRejected
+from scheduler.timer import TIMER_OP_TOPIC, TIMER_TOPIC, RecallHandle, TimerIndex, decode_recall_handle
+from services.broker.config import BrokerConfig
+from services.broker.config_files import read_document, write_document
+from services.broker.internal_put import put_retrying
+from services.broker.system_log import op_body, parse_op, scan
+
+log = logging.getLogger(__name__)
+CHECKPOINT_FILE = "timerCheckpoint.json"
+_INTERNAL = (Prop.REAL_TOPIC, Prop.REAL_QUEUE_ID, Prop.TIMER_DEQUEUE_MS)
+
+
+def timer_draft(draft: MessageDraft, due_ms: int) -> MessageDraft:
+    properties = {**draft.properties, Prop.REAL_TOPIC: draft.topic, Prop.REAL_QUEUE_ID: str(draft.queue_id),
+                  Prop.TIMER_DEQUEUE_MS: str(due_ms), Prop.DELIVERY_TIME_MS: str(due_ms)}
+    return draft.with_changes(topic=TIMER_TOPIC, queue_id=0, properties=properties)
+
+
+def real_draft(message: StoredMessage) -> MessageDraft:
+    properties = {k: v for k, v in message.properties.items() if k not in _INTERNAL}
+    return message.draft.with_changes(topic=message.properties[Prop.REAL_TOPIC],
+                                      queue_id=int(message.properties[Prop.REAL_QUEUE_ID]), properties=properties)
+
+
+class TimerService:
+    def __init__(self, config: BrokerConfig, store, clock, config_dir: Path):
+        self.config, self.store, self.clock = config, store, clock
+        self.path = config_dir / CHECKPOINT_FILE
+        self.index = TimerIndex()
+        self._delivering: set[int] = set()
+
+    def recover(self) -> None:
+        document = read_document(self.path, lambda doc: doc)
+        self.index = TimerIndex.from_document(document) if document else TimerIndex()
+        self.catch_up()
+
+    def catch_up(self) -> None:
+        def index_one(message: StoredMessage) -> None:
+            due = message.properties.get(Prop.TIMER_DEQUEUE_MS, "")
+            if due.isdigit():
+                self.index.add(message.queue_offset, int(due))
+
+        def apply_op(message: StoredMessage) -> None:
+            op = parse_op(message.body)
+            if op is not None and isinstance(op.get("o"), int):
+                self.index.resolve(op["o"])
+
+        self.index.scan_offset = scan(self.store, TIMER_TOPIC, self.index.scan_offset, index_one)
+        self.index.op_offset = scan(self.store, TIMER_OP_TOPIC, self.index.op_offset, apply_op)
+
+    def persist(self) -> None:
+        self.catch_up()
+        write_document(self.path, self.index.to_document())
+
+    async def schedule(self, draft: MessageDraft, due_ms: int) -> tuple[StoredMessage, str]:
+        stored = (await self.store.put([timer_draft(draft, due_ms)]))[0]
+        handle = RecallHandle(draft.topic, stored.queue_offset, draft.message_id).encode()
+        return stored, handle
+
+    async def recall(self, topic: str, recall_handle: str) -> str:
+        handle = decode_recall_handle(recall_handle)
+        if handle is None or handle.topic != topic:
+            raise RequestRejected(Code.NOT_FOUND, "recall handle is malformed or for another topic")
+        self.catch_up()
+        if not self.index.is_pending(handle.timer_offset) or handle.timer_offset in self._delivering:
+            raise RequestRejected(Code.NOT_FOUND, "the message was already delivered, recalled or is unknown")
+        due_ms = self.index.pending[handle.timer_offset]
+        self.index.resolve(handle.timer_offset)
+        op = MessageDraft(TIMER_OP_TOPIC, 0, op_body(o=handle.timer_offset, k="c"), self.clock.now_ms())
+        try:
+            await put_retrying(self.store, [op], self.config.internal_put_retries, self.config.internal_put_retry_backoff_ms, "timer recall")
+        except Exception:
+            self.index.add(handle.timer_offset, due_ms)
+            raise
+        return handle.message_id
+
+    async def tick(self) -> int:
+        """Deliver due messages; returns how many."""
+        self.catch_up()
+        delivered = 0
+        for offset, _ in self.index.due(self.clock.now_ms(), self.config.timer_batch_max):
+            if offset in self._delivering or not self.index.is_pending(offset):
+                continue
+            result = self.store.get(TIMER_TOPIC, 0, offset, 1)
+            if not result.messages or result.messages[0].queue_offset != offset:
+                log.error("timer: message at offset %d is gone (retention?); dropping it", offset)
+                self.index.resolve(offset)
+                continue
+            self._delivering.add(offset)
+            try:
+                op = MessageDraft(TIMER_OP_TOPIC, 0, op_body(o=offset, k="d"), self.clock.now_ms())
+                await put_retrying(self.store, [real_draft(result.messages[0]), op], self.config.internal_put_retries,
+                                   self.config.internal_put_retry_backoff_ms, "timer delivery")
+                self.index.resolve(offset)
+                delivered += 1
+            finally:
+                self._delivering.discard(offset)
+        return delivered

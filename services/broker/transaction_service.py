@@ -1,0 +1,142 @@
+"""The transaction driver: half messages, EndTransaction, and the orphan check service.
+
+Rules (the table's rules are in ``scheduler.transaction_check``):
+- A TRANSACTION send is stored in ``RMQ_SYS_TRANS_HALF_TOPIC`` with its real topic and queue
+  in properties; it is invisible to consumers.  Its transaction id names the half's offset
+  (``<hex offset>-<message id>``), so EndTransaction finds it without an index.
+- Commit puts the real message and the commit op in one put; rollback and give-up put an op.
+  The put is an internal re-put and retries on transient store errors (upstream #7709).
+  EndTransactions are serialised so two resolutions of one half cannot race.
+- A repeated resolution is OK, a contradicting one or an unknown id is INVALID_TRANSACTION_ID.
+- The check service pushes TransactionCheck through the sink (the servicer's Telemetry
+  registry); after ``transactionCheckMax`` checks the half is discarded and logged.
+- ``config/transactionCheckpoint.json`` holds the table and both cursors.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+from metadata.message import MessageDraft, Prop, StoredMessage
+from metadata.status import Code, RequestRejected
+from scheduler.transaction_check import HALF_TOPIC, OP_TOPIC, CheckKind, EndRejection, Resolution, TransactionTable
+from services.broker.api import TransactionCheck, TransactionCheckSink
+from services.broker.config import BrokerConfig
+from services.broker.config_files import read_document, write_document
+from services.broker.internal_put import put_retrying
+from services.broker.system_log import op_body, parse_op, scan
+
+log = logging.getLogger(__name__)
+CHECKPOINT_FILE = "transactionCheckpoint.json"
+RESOLVED_MAX = 100_000
+_INTERNAL = (Prop.REAL_TOPIC, Prop.REAL_QUEUE_ID, Prop.TRANSACTION_PREPARED)
+
+
+def transaction_id(half_offset: int, message_id: str) -> str:
+    return f"{half_offset:x}-{message_id}"
+
+
+def parse_transaction_id(text: str) -> int | None:
+    head, sep, _ = text.partition("-")
+    if not sep or not head or len(head) > 16 or any(c not in "0123456789abcdef" for c in head):
+        return None
+    return int(head, 16)
+
+
+def half_draft(draft: MessageDraft) -> MessageDraft:
+    properties = {**draft.properties, Prop.REAL_TOPIC: draft.topic, Prop.REAL_QUEUE_ID: str(draft.queue_id),
+                  Prop.TRANSACTION_PREPARED: "true"}
+    return draft.with_changes(topic=HALF_TOPIC, queue_id=0, properties=properties)
+
+
+def real_draft(half: StoredMessage) -> MessageDraft:
+    properties = {k: v for k, v in half.properties.items() if k not in _INTERNAL}
+    return half.draft.with_changes(topic=half.properties[Prop.REAL_TOPIC], queue_id=int(half.properties[Prop.REAL_QUEUE_ID]),
+                                   properties=properties)
+
+
+class TransactionService:
+    def __init__(self, config: BrokerConfig, store, clock, sink: TransactionCheckSink, config_dir: Path):
+        self.config, self.store, self.clock, self.sink = config, store, clock, sink
+        self.path = config_dir / CHECKPOINT_FILE
+        self.table = TransactionTable(RESOLVED_MAX)
+        self._end_lock = asyncio.Lock()
+
+    def recover(self) -> None:
+        document = read_document(self.path, lambda doc: doc)
+        self.table = TransactionTable.from_document(document, RESOLVED_MAX) if document else TransactionTable(RESOLVED_MAX)
+        self.catch_up()
+
+    def catch_up(self) -> None:
+        def add(message: StoredMessage) -> None:
+            self.table.add_half(message.queue_offset, message.properties.get(Prop.REAL_TOPIC, ""),
+                                transaction_id(message.queue_offset, message.message_id),
+                                message.store_timestamp_ms, self.config.transaction_timeout_ms)
+
+        def resolve(message: StoredMessage) -> None:
+            op = parse_op(message.body)
+            if op is not None and isinstance(op.get("o"), int) and op.get("k") in {r.value for r in Resolution}:
+                self.table.resolve(op["o"], Resolution(op["k"]))
+
+        self.table.half_offset = scan(self.store, HALF_TOPIC, self.table.half_offset, add)
+        self.table.op_offset = scan(self.store, OP_TOPIC, self.table.op_offset, resolve)
+
+    def persist(self) -> None:
+        self.catch_up()
+        write_document(self.path, self.table.to_document())
+
+    async def prepare(self, draft: MessageDraft) -> tuple[StoredMessage, str]:
+        stored = (await self.store.put([half_draft(draft)]))[0]
+        return stored, transaction_id(stored.queue_offset, draft.message_id)
+
+    def _half(self, topic: str, message_id: str, txid: str) -> StoredMessage:
+        offset = parse_transaction_id(txid)
+        result = self.store.get(HALF_TOPIC, 0, offset, 1) if offset is not None else None
+        half = result.messages[0] if result and result.messages else None
+        if (half is None or half.queue_offset != offset or half.message_id != message_id
+                or half.properties.get(Prop.REAL_TOPIC) != topic or transaction_id(offset, message_id) != txid):
+            raise RequestRejected(Code.INVALID_TRANSACTION_ID, f"no transaction {txid!r} for message {message_id} in topic {topic}")
+        return half
+
+    async def end(self, topic: str, message_id: str, txid: str, commit: bool) -> None:
+        async with self._end_lock:
+            half = self._half(topic, message_id, txid)
+            self.catch_up()
+            decision = self.table.decide_end(half.queue_offset, commit)
+            if isinstance(decision, Resolution):
+                return
+            if isinstance(decision, EndRejection):
+                raise RequestRejected(Code.INVALID_TRANSACTION_ID, f"transaction {txid}: {decision.value}")
+            resolution = Resolution.COMMIT if commit else Resolution.ROLLBACK
+            await self._resolve(half, resolution)
+
+    async def _resolve(self, half: StoredMessage, resolution: Resolution) -> None:
+        op = MessageDraft(OP_TOPIC, 0, op_body(o=half.queue_offset, k=resolution.value), self.clock.now_ms())
+        drafts = [real_draft(half), op] if resolution is Resolution.COMMIT else [op]
+        await put_retrying(self.store, drafts, self.config.internal_put_retries, self.config.internal_put_retry_backoff_ms,
+                           f"transaction {resolution.name.lower()}")
+        self.table.resolve(half.queue_offset, resolution)
+
+    async def check(self) -> int:
+        """One scan: push checks for orphaned halves, discard the ones out of checks."""
+        async with self._end_lock:
+            self.catch_up()
+            now = self.clock.now_ms()
+            actions = self.table.decide_checks(now, self.config.transaction_check_max, self.config.timer_batch_max)
+            for action in actions:
+                result = self.store.get(HALF_TOPIC, 0, action.half.offset, 1)
+                half = result.messages[0] if result.messages and result.messages[0].queue_offset == action.half.offset else None
+                if action.kind is CheckKind.DISCARD or half is None:
+                    log.warning("transaction %s (topic %s) unresolved after %d checks: discarded",
+                                action.half.transaction_id, action.half.topic, action.half.checks)
+                    if half is None:
+                        self.table.resolve(action.half.offset, Resolution.DISCARD)
+                    else:
+                        await self._resolve(half, Resolution.DISCARD)
+                    continue
+                view = half.__class__(real_draft(half), half.commit_offset, half.size, half.queue_offset, half.store_timestamp_ms)
+                pushed = self.sink.push_transaction_check(TransactionCheck(action.half.topic, action.half.transaction_id, view))
+                log.debug("transaction check %s pushed=%s", action.half.transaction_id, pushed)
+                self.table.checked(action.half.offset, now, self.config.transaction_check_interval_ms)
+            return len(actions)

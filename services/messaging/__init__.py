@@ -1,0 +1,1 @@
+"""The client-facing RocketMQ 5 gRPC protocol: converters, servicer, client registry, server mount."""

@@ -1,0 +1,140 @@
+"""Clients known to this server: their settings, liveness and open Telemetry streams.
+
+Rules:
+- Keyed by ``x-mq-client-id``.  A client may have several Telemetry streams (one per
+  broker endpoint it talks to); each stream has a bounded outbox of server commands
+  (``telemetryOutboxSize``); a full outbox refuses the push instead of growing.
+- :meth:`push_transaction_check` implements ``TransactionCheckSink``: it hands the orphan
+  check to one live producer stream whose settings list the topic, rotating between
+  producers; False when none is connected (the broker re-checks later).
+- At most ``maxClientNum`` clients are remembered; clients silent for
+  ``clientIdleTimeoutMillis`` and without a stream are forgotten by :meth:`expire_idle`.
+Runs on the server's event loop; no locks needed.
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from dataclasses import dataclass, field, replace
+
+from services.broker.api import TransactionCheck
+from services.messaging import responses
+from services.messaging.config import MessagingConfig
+from services.messaging.settings import PRODUCER, ClientSettings
+
+log = logging.getLogger(__name__)
+
+
+class TelemetryStream:
+    """The server -> client half of one Telemetry stream."""
+
+    def __init__(self, client_id: str, capacity: int):
+        self.client_id = client_id
+        self.outbox: asyncio.Queue = asyncio.Queue(maxsize=capacity)
+
+    def offer(self, command) -> bool:
+        try:
+            self.outbox.put_nowait(command)
+            return True
+        except asyncio.QueueFull:
+            return False
+
+
+@dataclass
+class _Client:
+    last_seen_ms: int
+    settings: ClientSettings | None = None
+    client_type: str = ""
+    group: str = ""
+    streams: list[TelemetryStream] = field(default_factory=list)
+
+
+class ClientRegistry:
+    def __init__(self, config: MessagingConfig, clock):
+        self._config = config
+        self._clock = clock
+        self._clients: dict[str, _Client] = {}
+        self._rotation = itertools.count()
+
+    def _touch(self, client_id: str) -> _Client:
+        now = self._clock.monotonic_ms()
+        client = self._clients.get(client_id)
+        if client is None:
+            if len(self._clients) >= self._config.max_clients:
+                self._evict_one()
+            client = self._clients[client_id] = _Client(last_seen_ms=now)
+        client.last_seen_ms = now
+        return client
+
+    def _evict_one(self) -> None:
+        idle = [cid for cid, c in self._clients.items() if not c.streams] or list(self._clients)
+        oldest = min(idle, key=lambda cid: self._clients[cid].last_seen_ms)
+        del self._clients[oldest]
+
+    def open_stream(self, client_id: str) -> TelemetryStream:
+        stream = TelemetryStream(client_id, self._config.telemetry_outbox_size)
+        self._touch(client_id).streams.append(stream)
+        return stream
+
+    def close_stream(self, stream: TelemetryStream) -> None:
+        client = self._clients.get(stream.client_id)
+        if client is not None and stream in client.streams:
+            client.streams.remove(stream)
+
+    def update_settings(self, client_id: str, settings: ClientSettings) -> None:
+        client = self._touch(client_id)
+        client.settings = settings
+        client.group = settings.group or client.group
+
+    def heartbeat(self, client_id: str, client_type: str, group: str) -> None:
+        client = self._touch(client_id)
+        client.client_type, client.group = client_type or client.client_type, group or client.group
+
+    def note_publishing(self, client_id: str, topic: str) -> None:
+        """A producer that sends to a topic can answer checks for it, even before settings arrive."""
+        client = self._touch(client_id)
+        settings = client.settings or ClientSettings(PRODUCER)
+        if settings.client_type == PRODUCER and topic not in settings.topics:
+            client.settings = replace(settings, topics=settings.topics | {topic})
+
+    def terminate(self, client_id: str) -> None:
+        """Forget a client that said goodbye; one with open streams stays routable until they close."""
+        client = self._clients.get(client_id)
+        if client is not None and not client.streams:
+            del self._clients[client_id]
+
+    def settings_of(self, client_id: str) -> ClientSettings | None:
+        client = self._clients.get(client_id)
+        return client.settings if client else None
+
+    def max_attempts(self, client_id: str) -> int | None:
+        settings = self.settings_of(client_id)
+        return settings.max_attempts if settings else None
+
+    def expire_idle(self) -> int:
+        horizon = self._clock.monotonic_ms() - self._config.client_idle_timeout_ms
+        stale = [cid for cid, c in self._clients.items() if not c.streams and c.last_seen_ms < horizon]
+        for client_id in stale:
+            del self._clients[client_id]
+        return len(stale)
+
+    def __len__(self) -> int:
+        return len(self._clients)
+
+    def producer_streams(self, topic: str) -> list[TelemetryStream]:
+        return [stream for client in self._clients.values()
+                if client.settings is not None and client.settings.client_type == PRODUCER and topic in client.settings.topics
+                for stream in client.streams]
+
+    def push_transaction_check(self, check: TransactionCheck) -> bool:
+        streams = self.producer_streams(check.topic)
+        if not streams:
+            return False
+        command = responses.transaction_check_command(check)
+        start = next(self._rotation)
+        for index in range(len(streams)):
+            if streams[(start + index) % len(streams)].offer(command):
+                return True
+        log.warning("every producer stream of topic %s is full; transaction check %s deferred", check.topic, check.transaction_id)
+        return False

@@ -1,0 +1,132 @@
+"""The broker contract's values -> protobuf responses.
+
+Rules:
+- Every delivered message says ``body_encoding=IDENTITY`` and carries a CRC32 digest as 8
+  uppercase hex digits: the official clients fail a whole receive without the encoding
+  and nack a message whose digest does not match.
+- Every queue of a route says ``broker.id=0`` (clients keep only id 0) and its broker
+  endpoints with a scheme: IPv4 for an IPv4 literal, else DOMAIN_NAME.
+- Pure: no clock reads; callers pass times in.
+"""
+from __future__ import annotations
+
+import ipaddress
+import zlib
+
+from metadata.message import MessageType, Prop, StoredMessage
+from metadata.status import Code
+from metadata.topic_config import PERM_READ, PERM_WRITE
+from proto import messaging_definition_pb2 as pb
+from proto import messaging_service_pb2 as service
+from services.broker.api import Delivery, QueueRoute, SendOutcome, TransactionCheck
+from services.messaging import converters
+
+_TYPES = {MessageType.NORMAL: pb.NORMAL, MessageType.FIFO: pb.FIFO, MessageType.DELAY: pb.DELAY,
+          MessageType.TRANSACTION: pb.TRANSACTION}
+_UNROUTABLE = {"", "0.0.0.0", "::"}
+
+
+def status(code: Code, message: str = "") -> pb.Status:
+    return pb.Status(code=int(code), message=message or code.name)
+
+
+OK = status(Code.OK, "OK")
+
+
+def endpoints(host: str, port: int) -> pb.Endpoints:
+    try:
+        scheme = pb.IPv4 if ipaddress.ip_address(host).version == 4 else pb.IPv6
+    except ValueError:
+        scheme = pb.DOMAIN_NAME
+    return pb.Endpoints(scheme=scheme, addresses=[pb.Address(host=host, port=port)])
+
+
+def route_endpoints(route: QueueRoute, fallback: pb.Endpoints | None) -> pb.Endpoints:
+    """The queue's broker endpoints; an unroutable host borrows the request's access point host."""
+    host, port = route.endpoint
+    if host in _UNROUTABLE and fallback is not None and fallback.addresses:
+        host = fallback.addresses[0].host
+    return endpoints(host, port)
+
+
+def permission(perm: int) -> int:
+    readable, writable = bool(perm & PERM_READ), bool(perm & PERM_WRITE)
+    if readable and writable:
+        return pb.READ_WRITE
+    return pb.READ if readable else pb.WRITE if writable else pb.NONE
+
+
+def message_queue(route: QueueRoute, namespace: str, fallback: pb.Endpoints | None, queue_id: int | None = None) -> pb.MessageQueue:
+    return pb.MessageQueue(
+        topic=pb.Resource(resource_namespace=namespace, name=route.topic),
+        id=route.queue_id if queue_id is None else queue_id,
+        permission=permission(route.permission),
+        broker=pb.Broker(name=route.broker_name, id=0, endpoints=route_endpoints(route, fallback)),
+        accept_message_types=[_TYPES[t] for t in route.accept_types],
+    )
+
+
+def assignments(routes: list[QueueRoute], fifo: bool, namespace: str, fallback: pb.Endpoints | None) -> list[pb.Assignment]:
+    """Readable queues: one per broker (id -1) for a non-FIFO group, one per queue for FIFO."""
+    readable = [r for r in routes if r.permission & PERM_READ]
+    if fifo:
+        return [pb.Assignment(message_queue=message_queue(r, namespace, fallback)) for r in readable]
+    first_per_broker: dict[str, QueueRoute] = {}
+    for route in readable:
+        first_per_broker.setdefault(route.broker_name, route)
+    return [pb.Assignment(message_queue=message_queue(r, namespace, fallback, queue_id=-1)) for r in first_per_broker.values()]
+
+
+def send_entry(outcome: SendOutcome) -> service.SendResultEntry:
+    return service.SendResultEntry(status=OK, message_id=outcome.message_id, transaction_id=outcome.transaction_id,
+                                   offset=outcome.queue_offset, recall_handle=outcome.recall_handle)
+
+
+def digest(body: bytes) -> pb.Digest:
+    return pb.Digest(type=pb.CRC32, checksum=format(zlib.crc32(body) & 0xFFFFFFFF, "08X"))
+
+
+def _set_ms(timestamp, ms: int) -> None:
+    timestamp.seconds, timestamp.nanos = divmod(ms, 1000)
+    timestamp.nanos *= 1_000_000
+
+
+def message(stored: StoredMessage, topic: str, namespace: str = "") -> pb.Message:
+    """A stored message as the clients read it (no delivery fields)."""
+    props = stored.properties
+    system = pb.SystemProperties(message_id=stored.message_id, body_encoding=pb.IDENTITY)
+    system.body_digest.CopyFrom(digest(stored.body))
+    if stored.tag is not None:
+        system.tag = stored.tag
+    if props.get(Prop.KEYS):
+        system.keys.extend(props[Prop.KEYS].split(" "))
+    kind = props.get(Prop.MESSAGE_TYPE, MessageType.NORMAL.value)
+    system.message_type = _TYPES[MessageType(kind)] if kind in MessageType.__members__ else pb.NORMAL
+    if Prop.MESSAGE_GROUP in props:
+        system.message_group = props[Prop.MESSAGE_GROUP]
+    if props.get(Prop.DELIVERY_TIME_MS, "").isdigit():
+        _set_ms(system.delivery_timestamp, int(props[Prop.DELIVERY_TIME_MS]))
+    _set_ms(system.born_timestamp, stored.draft.born_timestamp_ms)
+    system.born_host = stored.draft.born_host
+    _set_ms(system.store_timestamp, stored.store_timestamp_ms)
+    system.queue_id = max(stored.queue_id, 0)
+    system.queue_offset = stored.queue_offset
+    return pb.Message(topic=pb.Resource(resource_namespace=namespace, name=topic),
+                      user_properties=dict(stored.user_properties), system_properties=system, body=stored.body)
+
+
+def delivered(delivery: Delivery, broker_name: str, topic: str, namespace: str = "") -> pb.Message:
+    result = message(delivery.message, topic, namespace)
+    system = result.system_properties
+    system.receipt_handle = converters.join_receipt_handle(broker_name, delivery.receipt_handle)
+    system.delivery_attempt = delivery.delivery_attempt
+    if delivery.dead_letter_origin is not None:
+        origin_topic, origin_id = delivery.dead_letter_origin
+        system.dead_letter_queue.CopyFrom(pb.DeadLetterQueue(topic=origin_topic, message_id=origin_id))
+    return result
+
+
+def transaction_check_command(check: TransactionCheck) -> service.TelemetryCommand:
+    command = service.RecoverOrphanedTransactionCommand(message=message(check.message, check.topic),
+                                                        transaction_id=check.transaction_id)
+    return service.TelemetryCommand(status=OK, recover_orphaned_transaction_command=command)

@@ -1,0 +1,46 @@
+"""Mounting the messaging protocol on a grpc.aio server (the container owns the server).
+
+Rules: the server must accept large requests (``grpcMaxInboundMessageSize``; the default
+4 MiB of grpcio rejects a 4 MiB body) and tolerate keepalive pings without calls (Java
+clients ping every 300 s).  :func:`server_options` gives those options;
+:func:`add_messaging_services` registers the MessagingService and returns the
+:class:`ClientRegistry`, which is the brokers' ``TransactionCheckSink``.
+"""
+from __future__ import annotations
+
+import grpc
+
+from proto import messaging_service_pb2_grpc as service_grpc
+from services.broker.api import BrokerDirectory
+from services.messaging.client_registry import ClientRegistry
+from services.messaging.config import MessagingConfig
+from services.messaging.servicer import MessagingService
+
+OTLP_METRICS_EXPORT = "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"
+
+
+def server_options(config: MessagingConfig) -> list[tuple[str, int]]:
+    return [
+        ("grpc.max_receive_message_length", config.grpc_max_inbound_message_size),
+        ("grpc.max_send_message_length", config.grpc_max_outbound_message_size),
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.http2.min_ping_interval_without_data_ms", config.grpc_keepalive_min_ping_interval_ms),
+        ("grpc.http2.max_ping_strikes", 0),
+    ]
+
+
+async def _empty_export(request: bytes, context) -> bytes:
+    return b""  # an empty ExportMetricsServiceResponse
+
+
+def _metrics_sink() -> grpc.GenericRpcHandler:
+    """An OTLP MetricsService that accepts and drops client metrics (clients with metric.on)."""
+    handler = grpc.unary_unary_rpc_method_handler(_empty_export, request_deserializer=None, response_serializer=None)
+    return grpc.method_handlers_generic_handler("opentelemetry.proto.collector.metrics.v1.MetricsService", {"Export": handler})
+
+
+def add_messaging_services(server: grpc.aio.Server, directory: BrokerDirectory, config: MessagingConfig, clock) -> ClientRegistry:
+    registry = ClientRegistry(config, clock)
+    service_grpc.add_MessagingServiceServicer_to_server(MessagingService(directory, config, clock, registry), server)
+    server.add_generic_rpc_handlers((_metrics_sink(),))
+    return registry

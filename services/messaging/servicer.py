@@ -1,0 +1,296 @@
+"""``apache.rocketmq.v2.MessagingService`` over a :class:`BrokerDirectory`.
+
+Rules:
+- Thin driver: requests are validated and converted by ``converters``, answered through
+  ``responses``; the broker decides.
+- Errors are response statuses, never gRPC errors (Telemetry excepted, see
+  ``telemetry``).  :meth:`MessagingService._failure` is the one place where an exception
+  becomes a status: RequestRejected keeps its code, anything else is INTERNAL_ERROR with a
+  logged traceback.  A stream never crashes.
+- ReceiveMessage streams status first, then one response per message, then
+  ``delivery_timestamp``; an empty poll answers MESSAGE_NOT_FOUND.  The long poll ends
+  ``longPollingReserveTimeInMillis`` before the client's deadline.
+- Metrics: sends, receives and acks per broker and topic; latency and non-OK codes per RPC.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+from metadata.status import Code, RequestRejected
+from proto import messaging_definition_pb2 as pb
+from proto import messaging_service_pb2 as service
+from proto import messaging_service_pb2_grpc as service_grpc
+from services import metrics
+from services.broker.api import BrokerApi, BrokerDirectory, GroupSettings
+from services.messaging import converters, responses
+from services.messaging.client_registry import ClientRegistry
+from services.messaging.config import MessagingConfig
+from services.messaging.telemetry import serve_telemetry
+
+log = logging.getLogger(__name__)
+_SUCCESS = {int(Code.OK), int(Code.MULTIPLE_RESULTS), int(Code.MESSAGE_NOT_FOUND)}
+_CLIENT_TYPES = {pb.PRODUCER: "PRODUCER", pb.PUSH_CONSUMER: "PUSH_CONSUMER", pb.SIMPLE_CONSUMER: "SIMPLE_CONSUMER",
+                 pb.PULL_CONSUMER: "PULL_CONSUMER"}
+
+
+class MessagingService(service_grpc.MessagingServiceServicer):
+    def __init__(self, directory: BrokerDirectory, config: MessagingConfig, clock, registry: ClientRegistry):
+        self._directory = directory
+        self._config = config
+        self._clock = clock
+        self._registry = registry
+        self._next_expiry_ms = 0
+
+    # ---------------------------------------------------------------- the one place
+
+    def _failure(self, method: str, error: Exception) -> pb.Status:
+        if isinstance(error, RequestRejected):
+            return responses.status(error.code, error.message)
+        log.exception("%s failed unexpectedly", method, exc_info=error)
+        return responses.status(Code.INTERNAL_ERROR, f"internal error: {type(error).__name__}")
+
+    def _observe(self, method: str, code: int, started: float) -> None:
+        metrics.RPC_LATENCY.labels(method).observe(time.perf_counter() - started)
+        if code not in _SUCCESS:
+            metrics.RPC_ERRORS.labels(method, Code(code).name if code in Code._value2member_map_ else str(code)).inc()
+
+    async def _answer(self, method, response_cls, work, request, context, on_reject=None):
+        started = time.perf_counter()
+        try:
+            client = converters.client_context(context.invocation_metadata())
+            response = await work(request, client, context)
+        except Exception as error:  # noqa: BLE001 - mapped to a status below, never re-raised
+            response = response_cls(status=self._failure(method, error))
+            if on_reject is not None:
+                on_reject(request, response)
+        self._observe(method, response.status.code, started)
+        return response
+
+    # ---------------------------------------------------------------- lookups
+
+    def _master(self, topic: str) -> BrokerApi:
+        broker = self._directory.local_master_for_topic(topic)
+        if broker is None:
+            raise RequestRejected(Code.TOPIC_NOT_FOUND, f"no broker of topic {topic} is served here")
+        return broker
+
+    def _broker_named(self, name: str) -> BrokerApi:
+        broker = self._directory.local_broker(name)
+        if broker is None:
+            raise RequestRejected(Code.INVALID_RECEIPT_HANDLE, f"broker {name[:100]} is not served here")
+        return broker
+
+    def group_settings(self, group: str, topics) -> GroupSettings:
+        for topic in sorted(topics):
+            broker = self._directory.local_master_for_topic(topic)
+            if broker is not None:
+                return broker.group_settings(group)
+        return GroupSettings()
+
+    def _maybe_expire_clients(self) -> None:
+        now = self._clock.monotonic_ms()
+        if now >= self._next_expiry_ms:
+            self._next_expiry_ms = now + 10_000
+            self._registry.expire_idle()
+
+    # ---------------------------------------------------------------- route, heartbeat
+
+    async def QueryRoute(self, request, context):
+        return await self._answer("QueryRoute", service.QueryRouteResponse, self._query_route, request, context)
+
+    async def _query_route(self, request, client, context):
+        topic = converters.topic_name(request.topic)
+        routes = await self._directory.route(topic)
+        if not routes:
+            raise RequestRejected(Code.TOPIC_NOT_FOUND, f"topic {topic} does not exist")
+        fallback = request.endpoints if request.HasField("endpoints") else None
+        queues = [responses.message_queue(r, request.topic.resource_namespace, fallback) for r in routes]
+        return service.QueryRouteResponse(status=responses.OK, message_queues=queues)
+
+    async def Heartbeat(self, request, context):
+        return await self._answer("Heartbeat", service.HeartbeatResponse, self._heartbeat, request, context)
+
+    async def _heartbeat(self, request, client, context):
+        group = converters.group_name(request.group) if request.group.name else ""
+        self._registry.heartbeat(client.client_id, _CLIENT_TYPES.get(request.client_type, ""), group)
+        self._maybe_expire_clients()
+        return service.HeartbeatResponse(status=responses.OK)
+
+    async def NotifyClientTermination(self, request, context):
+        return await self._answer("NotifyClientTermination", service.NotifyClientTerminationResponse,
+                                  self._terminate, request, context)
+
+    async def _terminate(self, request, client, context):
+        self._registry.terminate(client.client_id)
+        return service.NotifyClientTerminationResponse(status=responses.OK)
+
+    # ---------------------------------------------------------------- producing
+
+    async def SendMessage(self, request, context):
+        return await self._answer("SendMessage", service.SendMessageResponse, self._send, request, context,
+                                  on_reject=_entry_per_message)
+
+    async def _send(self, request, client, context):
+        items = converters.send_items(request, self._config, self._clock.now_ms(), client.client_id)
+        topic = items[0].draft.topic
+        broker = self._master(topic)
+        if any(item.message_type.value == "TRANSACTION" for item in items):
+            self._registry.note_publishing(client.client_id, topic)
+        outcomes = await broker.send(items)
+        assert len(outcomes) == len(items), "the broker answers every message"
+        metrics.MESSAGES_SENT.labels(broker.name, topic).inc(len(items))
+        return service.SendMessageResponse(status=responses.OK, entries=[responses.send_entry(o) for o in outcomes])
+
+    async def EndTransaction(self, request, context):
+        return await self._answer("EndTransaction", service.EndTransactionResponse, self._end_transaction, request, context)
+
+    async def _end_transaction(self, request, client, context):
+        end = converters.end_transaction(request, self._config)
+        if end.commit is not None:
+            await self._master(end.topic).end_transaction(end.topic, end.message_id, end.transaction_id, end.commit, end.from_check)
+        return service.EndTransactionResponse(status=responses.OK)
+
+    async def RecallMessage(self, request, context):
+        return await self._answer("RecallMessage", service.RecallMessageResponse, self._recall, request, context)
+
+    async def _recall(self, request, client, context):
+        topic, handle = converters.recall(request, self._config)
+        message_id = await self._master(topic).recall(topic, handle)
+        return service.RecallMessageResponse(status=responses.OK, message_id=message_id)
+
+    # ---------------------------------------------------------------- consuming
+
+    async def QueryAssignment(self, request, context):
+        return await self._answer("QueryAssignment", service.QueryAssignmentResponse, self._query_assignment, request, context)
+
+    async def _query_assignment(self, request, client, context):
+        topic, group = converters.topic_and_group(request)
+        routes = await self._directory.route(topic)
+        if not routes:
+            raise RequestRejected(Code.TOPIC_NOT_FOUND, f"topic {topic} does not exist")
+        fifo = self.group_settings(group, [topic]).fifo
+        fallback = request.endpoints if request.HasField("endpoints") else None
+        assignments = responses.assignments(routes, fifo, request.topic.resource_namespace, fallback)
+        if not assignments:
+            raise RequestRejected(Code.FORBIDDEN, "no readable queue")
+        return service.QueryAssignmentResponse(status=responses.OK, assignments=assignments)
+
+    async def ReceiveMessage(self, request, context):
+        started = time.perf_counter()
+        code = int(Code.OK)
+        try:
+            client = converters.client_context(context.invocation_metadata())
+            broker, receive = self._prepare_receive(request, client, context)
+            deliveries = await broker.receive(receive)
+        except Exception as error:  # noqa: BLE001 - becomes the stream's status
+            status = self._failure("ReceiveMessage", error)
+            self._observe("ReceiveMessage", status.code, started)
+            yield service.ReceiveMessageResponse(status=status)
+            return
+        if not deliveries:
+            self._observe("ReceiveMessage", int(Code.MESSAGE_NOT_FOUND), started)
+            yield service.ReceiveMessageResponse(status=responses.status(Code.MESSAGE_NOT_FOUND, "no new message"))
+            return
+        self._observe("ReceiveMessage", code, started)
+        metrics.MESSAGES_RECEIVED.labels(broker.name, receive.topic).inc(len(deliveries))
+        yield service.ReceiveMessageResponse(status=responses.OK)
+        namespace = request.message_queue.topic.resource_namespace
+        for delivery in deliveries:
+            yield service.ReceiveMessageResponse(message=responses.delivered(delivery, broker.name, receive.topic, namespace))
+        stamp = service.ReceiveMessageResponse()
+        stamp.delivery_timestamp.FromMilliseconds(self._clock.now_ms())
+        yield stamp
+
+    def _prepare_receive(self, request, client, context):
+        remaining = context.time_remaining()
+        remaining_ms = None if remaining is None else int(remaining * 1000)
+        receive = converters.receive_request(request, self._config, client.client_id, self._clock.monotonic_ms(),
+                                             remaining_ms, self._registry.max_attempts(client.client_id))
+        name = converters.broker_name_of_queue(request)
+        broker = self._directory.local_broker(name) if name else None
+        return broker or self._master(receive.topic), receive
+
+    async def AckMessage(self, request, context):
+        return await self._answer("AckMessage", service.AckMessageResponse, self._ack, request, context)
+
+    async def _ack(self, request, client, context):
+        group, topic, entries = converters.ack_entries(request, self._config)
+        results = []
+        for entry, raw in zip(entries, request.entries):
+            try:
+                broker = self._broker_named(entry.broker_name)
+                await broker.ack(group, topic, entry.message_id, entry.receipt_handle)
+                metrics.MESSAGES_ACKED.labels(broker.name, topic).inc()
+                status = responses.OK
+            except Exception as error:  # noqa: BLE001 - one entry's failure is that entry's status
+                status = self._failure("AckMessage", error)
+            results.append(service.AckMessageResultEntry(message_id=raw.message_id, receipt_handle=raw.receipt_handle, status=status))
+        return service.AckMessageResponse(status=_overall(results), entries=results)
+
+    async def ChangeInvisibleDuration(self, request, context):
+        return await self._answer("ChangeInvisibleDuration", service.ChangeInvisibleDurationResponse,
+                                  self._change_invisible, request, context, on_reject=_echo_handle)
+
+    async def _change_invisible(self, request, client, context):
+        change = converters.change_invisible(request, self._config)
+        broker = self._broker_named(change.broker_name)
+        handle = await broker.change_invisible_duration(change.group, change.topic, change.message_id,
+                                                        change.receipt_handle, change.invisible_ms)
+        return service.ChangeInvisibleDurationResponse(status=responses.OK,
+                                                       receipt_handle=converters.join_receipt_handle(broker.name, handle))
+
+    async def ForwardMessageToDeadLetterQueue(self, request, context):
+        return await self._answer("ForwardMessageToDeadLetterQueue", service.ForwardMessageToDeadLetterQueueResponse,
+                                  self._forward_to_dlq, request, context)
+
+    async def _forward_to_dlq(self, request, client, context):
+        entry = converters.forward_to_dlq(request, self._config)
+        broker = self._broker_named(entry.broker_name)
+        await broker.forward_to_dead_letter_queue(request.group.name, request.topic.name, entry.message_id, entry.receipt_handle)
+        return service.ForwardMessageToDeadLetterQueueResponse(status=responses.OK)
+
+    # ---------------------------------------------------------------- Telemetry and the unused RPCs
+
+    async def Telemetry(self, request_iterator, context):
+        async for command in serve_telemetry(self, self._registry, self._config, request_iterator, context):
+            yield command
+
+    async def PullMessage(self, request, context):
+        yield service.PullMessageResponse(status=_not_implemented("PullMessage"))
+
+    async def UpdateOffset(self, request, context):
+        return service.UpdateOffsetResponse(status=_not_implemented("UpdateOffset"))
+
+    async def GetOffset(self, request, context):
+        return service.GetOffsetResponse(status=_not_implemented("GetOffset"))
+
+    async def QueryOffset(self, request, context):
+        return service.QueryOffsetResponse(status=_not_implemented("QueryOffset"))
+
+    async def SyncLiteSubscription(self, request, context):
+        return service.SyncLiteSubscriptionResponse(status=_not_implemented("SyncLiteSubscription"))
+
+
+def _not_implemented(method: str) -> pb.Status:
+    return responses.status(Code.NOT_IMPLEMENTED, f"{method} is not implemented; use ReceiveMessage")
+
+
+def _entry_per_message(request, response) -> None:
+    """The Python client asserts one entry per message, even when the request is refused."""
+    for message in request.messages:
+        response.entries.add(status=response.status, message_id=message.system_properties.message_id)
+
+
+def _echo_handle(request, response) -> None:
+    """The client copies receipt_handle before it checks the status; keep its handle usable."""
+    response.receipt_handle = request.receipt_handle
+
+
+def _overall(results) -> pb.Status:
+    failed = [r.status for r in results if r.status.code != Code.OK]
+    if not failed:
+        return responses.OK
+    if len(results) == 1:
+        return failed[0]
+    return responses.status(Code.MULTIPLE_RESULTS, f"{len(failed)} of {len(results)} entries failed")

@@ -124,12 +124,10 @@ class RaftNode:
 
     def _tick_leader(self) -> None:
         self._heartbeat_elapsed += 1
-        self._election_elapsed += 1
-        if self._election_elapsed >= self._check_quorum_ticks():
-            self._election_elapsed = 0
-            if self.config.check_quorum and not self._quorum_active():
-                self._become_follower(self._term, None)
-                return
+        self._election_elapsed += 1  # the leader's clock, for per-follower activity
+        if self.config.check_quorum and not self._quorum_active():
+            self._become_follower(self._term, None)
+            return
         if self._heartbeat_elapsed >= self.config.heartbeat_ticks:
             self._heartbeat_elapsed = 0
             self._broadcast_heartbeat()
@@ -138,10 +136,11 @@ class RaftNode:
         return self.config.election_ticks + self.config.election_jitter_ticks
 
     def _quorum_active(self) -> bool:
+        """A quorum answered within the last check-quorum window (the longest follower timeout)."""
+        window = self._check_quorum_ticks()
         active = 1 + sum(1 for peer, progress in self._progress.items()
-                         if peer != self.id and progress.recent_active)
-        for progress in self._progress.values():
-            progress.recent_active = False
+                         if peer != self.id
+                         and self._election_elapsed - progress.last_active_tick <= window)
         return active >= self.config.quorum
 
     def _reset_election_timer(self, extra_ticks: int = 0) -> None:
@@ -155,15 +154,18 @@ class RaftNode:
         return self._role is Role.LEADER or self._election_elapsed < self.config.election_ticks
 
     # ------------------------------------------------------------------ roles
-    def _become_follower(self, term: int, leader: NodeId | None, extra_ticks: int = 0) -> None:
+    def _become_follower(self, term: int, leader: NodeId | None, extra_ticks: int = 0,
+                         reset_timer: bool = True) -> None:
         if term > self._term:
             self._term = term
             self._vote = None
+        was_leader = self._role is Role.LEADER
         self._role = Role.FOLLOWER
         self._leader = leader
         self._answers = {}
         self._progress = {}
-        self._reset_election_timer(extra_ticks)
+        if reset_timer or was_leader:
+            self._reset_election_timer(extra_ticks)
 
     def campaign(self) -> None:
         """Start an election now (pre-vote first when enabled). A leader ignores it."""
@@ -366,7 +368,9 @@ class RaftNode:
     def _handle_vote_request(self, m: Message) -> None:
         pre_vote = m.kind is MessageKind.PRE_VOTE
         if m.term > self._term and not pre_vote and not self._in_lease():
-            self._become_follower(m.term, None)
+            # a newer term, but not a reason to wait longer: only a granted vote resets
+            # the timer, so a candidate with a short log cannot keep the rest silent
+            self._become_follower(m.term, None, reset_timer=False)
         facts = VoterFacts(self.config.peers, self._term, self._vote, self._leader,
                            self._in_lease(), self._log.last_index, self._log.last_term)
         request = VoteRequest(m.src, m.term, m.index, m.log_term, pre_vote)
@@ -430,7 +434,7 @@ class RaftNode:
     # ------------------------------------------------------------------ leader side
     def _handle_append_response(self, m: Message) -> None:
         progress = self._progress[m.src]
-        progress.recent_active = True
+        progress.last_active_tick = self._election_elapsed
         if m.reject:
             guess = m.hint + 1
             if m.hint_term > 0:
@@ -452,7 +456,7 @@ class RaftNode:
 
     def _handle_heartbeat_response(self, m: Message) -> None:
         progress = self._progress[m.src]
-        progress.recent_active = True
+        progress.last_active_tick = self._election_elapsed
         progress.paused = False
         if progress.state is ProgressState.REPLICATE and progress.is_paused():
             progress.inflight.pop(0)

@@ -27,7 +27,7 @@ class Progress:
         self.paused = False  # PROBE: a message is out, wait for an answer
         self.inflight: list[int] = []  # REPLICATE: last index of each unacknowledged append
         self.max_inflight = max_inflight
-        self.recent_active = False  # answered since the last check-quorum round
+        self.last_active_tick = 0  # leader's tick count when this follower last answered
 
     def is_paused(self) -> bool:
         if self.state is ProgressState.PROBE:

@@ -1,0 +1,281 @@
+"""Scenario tests: a Broker over the real message store in a tmp dir, time on a ManualClock."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from metadata.message import MessageDraft, MessageType, Prop
+from metadata.status import Code, RequestRejected
+from metadata.subscription_group import SubscriptionGroupConfig
+from metadata.topic_config import TopicConfig
+from scheduler.clock import ManualClock
+from services.broker.api import FilterExpression, ReceiveRequest, SendItem
+from services.broker.broker import Broker
+from services.broker.config import BrokerConfig
+from store.config import FlushDiskType, StoreConfig
+from store.message_store import MessageStore
+
+
+class Sink:
+    def __init__(self):
+        self.checks = []
+
+    def push_transaction_check(self, check):
+        self.checks.append(check)
+        return True
+
+
+class Harness:
+    def __init__(self, tmp_path, **overrides):
+        self.tmp_path = tmp_path
+        self.clock = ManualClock()
+        self.sink = Sink()
+        self.config = BrokerConfig(**overrides)
+        self.counter = 0
+
+    async def start(self):
+        store_config = StoreConfig(store_path_root_dir=self.tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH,
+                                   mapped_file_size_commit_log=1 << 20)
+        self.store = MessageStore(store_config, self.clock.now_ms)
+        self.store.start()
+        self.broker = Broker(self.config, self.store, self.clock, self.sink)
+        await self.broker.start()
+        return self.broker
+
+    async def restart(self):
+        await self.broker.stop()
+        self.store.shutdown()
+        return await self.start()
+
+    async def stop(self):
+        await self.broker.stop()
+        self.store.shutdown()
+
+    async def send(self, topic, body=b"x", tag=None, kind=MessageType.NORMAL, group=None, due=None):
+        self.counter += 1
+        props = {Prop.MESSAGE_ID: f"ID{self.counter:08d}"}
+        if tag:
+            props[Prop.TAG] = tag
+        draft = MessageDraft(topic, -1, body, self.clock.now_ms(), properties=props)
+        return (await self.broker.send([SendItem(draft, kind, group, due)]))[0]
+
+    async def receive(self, group, topic, batch=32, invisible_ms=30_000, tags="*", max_attempts=None, queue_id=-1):
+        request = ReceiveRequest("client-1", group, topic, queue_id, FilterExpression(expression=tags), batch, invisible_ms,
+                                 False, 0, self.clock.monotonic_ms() + 1000, max_delivery_attempts=max_attempts)
+        return await self.broker.receive(request)
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.fixture
+def harness(tmp_path):
+    return Harness(tmp_path)
+
+
+async def _with_topic(h, name="T", kind="NORMAL", queues=4):
+    broker = await h.start()
+    await broker.upsert_topic(TopicConfig(name, queues, queues, message_type=kind))
+    return broker
+
+
+def test_unknown_topic_is_not_found_and_type_is_checked(harness):
+    async def scenario():
+        await _with_topic(harness)
+        with pytest.raises(RequestRejected) as missing:
+            await harness.send("nope")
+        assert missing.value.code is Code.TOPIC_NOT_FOUND
+        with pytest.raises(RequestRejected) as wrong:
+            await harness.send("T", kind=MessageType.FIFO, group="g")
+        assert wrong.value.code is Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE
+        await harness.stop()
+    run(scenario())
+
+
+def test_send_receive_ack_and_duplicate_send_is_deduplicated(harness):
+    async def scenario():
+        broker = await _with_topic(harness)
+        first = await harness.send("T", b"a")
+        draft = MessageDraft("T", -1, b"a", 0, properties={Prop.MESSAGE_ID: first.message_id})
+        again = (await broker.send([SendItem(draft, MessageType.NORMAL)]))[0]
+        assert again == first
+        got = await harness.receive("G", "T")
+        assert [d.message.body for d in got] == [b"a"] and got[0].delivery_attempt == 1
+        await broker.ack("G", "T", got[0].message.message_id, got[0].receipt_handle)
+        await broker.ack("G", "T", got[0].message.message_id, got[0].receipt_handle)  # idempotent
+        assert await harness.receive("G", "T") == []
+        progress = broker.consumer_progress("G", "T")
+        assert sum(p.consumer_offset for p in progress) == 1
+        await harness.stop()
+    run(scenario())
+
+
+def test_tag_filter_skips_other_tags(harness):
+    async def scenario():
+        await _with_topic(harness, queues=1)
+        await harness.send("T", b"1", tag="a")
+        await harness.send("T", b"2", tag="b")
+        await harness.send("T", b"3", tag="c")
+        got = await harness.receive("G", "T", tags="a||c")
+        assert [d.message.body for d in got] == [b"1", b"3"]
+        await harness.stop()
+    run(scenario())
+
+
+def test_change_invisible_gives_a_new_handle_and_the_old_one_is_rejected(harness):
+    async def scenario():
+        broker = await _with_topic(harness)
+        await harness.send("T")
+        [delivery] = await harness.receive("G", "T")
+        new_handle = await broker.change_invisible_duration("G", "T", "", delivery.receipt_handle, 10_000)
+        assert new_handle != delivery.receipt_handle
+        with pytest.raises(RequestRejected) as stale:
+            await broker.ack("G", "T", "", delivery.receipt_handle)
+        assert stale.value.code is Code.INVALID_RECEIPT_HANDLE
+        with pytest.raises(RequestRejected):
+            await broker.ack("G", "T", "", "garbage")
+        await broker.ack("G", "T", "", new_handle)
+        await harness.stop()
+    run(scenario())
+
+
+def test_redelivery_with_growing_attempt_then_dead_letter(harness):
+    async def scenario():
+        broker = await _with_topic(harness)
+        await broker.upsert_group(SubscriptionGroupConfig("G", retry_max_times=1))  # 2 attempts
+        await harness.send("T", b"payload")
+        [first] = await harness.receive("G", "T", invisible_ms=1000)
+        assert first.delivery_attempt == 1
+        harness.clock.advance(1001)
+        assert await broker.run_revive() == 1
+        [second] = await harness.receive("G", "T", invisible_ms=1000)
+        assert second.delivery_attempt == 2 and second.message.topic == "T" and second.message.body == b"payload"
+        harness.clock.advance(1001)
+        await broker.run_revive()
+        assert await harness.receive("G", "T") == []
+        dead = await harness.receive("DLQ-reader", "%DLQ%G")
+        assert [d.message.body for d in dead] == [b"payload"]
+        assert dead[0].dead_letter_origin == ("T", first.message.message_id)
+        await harness.stop()
+    run(scenario())
+
+
+def test_fifo_blocks_the_group_while_one_is_in_flight_and_redelivers_in_place(harness):
+    async def scenario():
+        broker = await _with_topic(harness, kind="FIFO")
+        await broker.upsert_group(SubscriptionGroupConfig("G", consume_message_orderly=True))
+        for body in (b"1", b"2", b"3"):
+            await harness.send("T", body, kind=MessageType.FIFO, group="order-7")
+        [one] = await harness.receive("G", "T", invisible_ms=1000)
+        assert one.message.body == b"1"
+        assert await harness.receive("G", "T") == []  # 2 waits for 1
+        harness.clock.advance(1001)
+        [again] = await harness.receive("G", "T", invisible_ms=1000)
+        assert again.message.body == b"1" and again.delivery_attempt == 2
+        await broker.ack("G", "T", "", again.receipt_handle)
+        [two] = await harness.receive("G", "T")
+        assert two.message.body == b"2"
+        await broker.forward_to_dead_letter_queue("G", "T", "", two.receipt_handle)
+        [three] = await harness.receive("G", "T")
+        assert three.message.body == b"3"
+        assert [d.message.body for d in await harness.receive("R", "%DLQ%G")] == [b"2"]
+        await harness.stop()
+    run(scenario())
+
+
+def test_delay_is_delivered_when_due_and_recall_cancels(harness):
+    async def scenario():
+        broker = await _with_topic(harness, kind="DELAY")
+        now = harness.clock.now_ms()
+        later = await harness.send("T", b"later", kind=MessageType.DELAY, due=now + 5000)
+        recalled = await harness.send("T", b"recalled", kind=MessageType.DELAY, due=now + 5000)
+        with pytest.raises(RequestRejected) as far:
+            await harness.send("T", kind=MessageType.DELAY, due=now + 2 * 86_400_000)
+        assert far.value.code is Code.ILLEGAL_DELIVERY_TIME
+        assert await broker.recall("T", recalled.recall_handle) == recalled.message_id
+        assert await harness.receive("G", "T") == []
+        assert await broker.run_timer() == 0
+        harness.clock.advance(5000)
+        assert await broker.run_timer() == 1
+        assert [d.message.body for d in await harness.receive("G", "T")] == [b"later"]
+        with pytest.raises(RequestRejected) as gone:
+            await broker.recall("T", later.recall_handle)
+        assert gone.value.code is Code.NOT_FOUND
+        await harness.restart()
+        assert await harness.broker.run_timer() == 0  # exactly once across a restart
+        await harness.stop()
+    run(scenario())
+
+
+def test_transaction_commit_rollback_check_and_give_up(tmp_path):
+    harness = Harness(tmp_path, transaction_check_max=2)
+
+    async def scenario():
+        broker = await _with_topic(harness, kind="TRANSACTION")
+        committed = await harness.send("T", b"c", kind=MessageType.TRANSACTION)
+        rolled = await harness.send("T", b"r", kind=MessageType.TRANSACTION)
+        orphan = await harness.send("T", b"o", kind=MessageType.TRANSACTION)
+        assert await harness.receive("G", "T") == []
+        await broker.end_transaction("T", committed.message_id, committed.transaction_id, True, False)
+        await broker.end_transaction("T", committed.message_id, committed.transaction_id, True, True)  # idempotent
+        await broker.end_transaction("T", rolled.message_id, rolled.transaction_id, False, False)
+        with pytest.raises(RequestRejected) as bad:
+            await broker.end_transaction("T", rolled.message_id, rolled.transaction_id, True, False)
+        assert bad.value.code is Code.INVALID_TRANSACTION_ID
+        with pytest.raises(RequestRejected):
+            await broker.end_transaction("T", "x", "zz-x", True, False)
+        assert [d.message.body for d in await harness.receive("G", "T")] == [b"c"]
+        harness.clock.advance(6000)
+        await broker.run_transaction_check()
+        assert [c.transaction_id for c in harness.sink.checks] == [orphan.transaction_id]
+        assert harness.sink.checks[0].message.topic == "T"
+        for _ in range(3):
+            harness.clock.advance(30_000)
+            await broker.run_transaction_check()
+        assert len(harness.sink.checks) == 2  # then given up
+        with pytest.raises(RequestRejected):
+            await broker.end_transaction("T", orphan.message_id, orphan.transaction_id, True, False)
+        await harness.stop()
+    run(scenario())
+
+
+def test_restart_keeps_offsets_and_in_flight_state(harness):
+    async def scenario():
+        broker = await _with_topic(harness, queues=1)
+        for body in (b"1", b"2", b"3"):
+            await harness.send("T", body)
+        got = await harness.receive("G", "T", batch=2, invisible_ms=5000)
+        await broker.ack("G", "T", "", got[0].receipt_handle)
+        broker = await harness.restart()
+        with pytest.raises(RequestRejected):
+            await broker.ack("G", "T", "", got[0].receipt_handle + "x")
+        await broker.ack("G", "T", "", got[0].receipt_handle)  # still known as acked
+        [third] = await harness.receive("G", "T")
+        assert third.message.body == b"3"  # 2 is still in flight
+        harness.clock.advance(5001)
+        await broker.run_revive()
+        [second] = await harness.receive("G", "T")
+        assert second.message.body == b"2" and second.delivery_attempt == 2
+        text = (harness.tmp_path / "config" / "consumerOffset.json").read_text()
+        assert "T@G" in text and "dataVersion" in text
+        await harness.stop()
+    run(scenario())
+
+
+def test_pop_log_replay_without_snapshot_restores_acks(harness):
+    async def scenario():
+        broker = await _with_topic(harness, queues=1)
+        for body in (b"1", b"2"):
+            await harness.send("T", body)
+        got = await harness.receive("G", "T", invisible_ms=5000)
+        await broker.ack("G", "T", "", got[0].receipt_handle)
+        await broker.tasks.stop()
+        harness.store.shutdown()  # no persist: only the pop log knows
+        broker = await harness.start()
+        harness.clock.advance(5001)
+        await broker.run_revive()
+        assert [d.message.body for d in await harness.receive("G", "T")] == [b"2"]
+        await harness.stop()
+    run(scenario())

@@ -22,6 +22,7 @@ import asyncio
 import logging
 import os
 from collections import deque
+from dataclasses import replace
 from typing import Callable, Sequence
 
 from metadata.message import MessageDraft, Prop, StoredMessage, tag_hash
@@ -187,11 +188,11 @@ class MessageStore(Reader):
                                       f"encoded, more than {limit} (maxMessageSize / segment size)")
             tails.append(tail)
         now = self._now_ms()
-        offsets = dict(self._next_queue_offset)
+        offsets: dict[tuple[str, int], int] = {}  # only the queues this put touches
         build, queue_offsets = [], []
         for draft, tail in zip(drafts, tails):
             key = (draft.topic, draft.queue_id)
-            queue_offset = offsets.get(key, 0)
+            queue_offset = offsets.get(key, self._next_queue_offset.get(key, 0))
             offsets[key] = queue_offset + 1
             queue_offsets.append(queue_offset)
             build.append((record.HEADER_SIZE + len(tail), _sealer(tail, draft, queue_offset, now)))
@@ -199,7 +200,7 @@ class MessageStore(Reader):
             placed = self._log.append(build)
         except OSError as failure:
             raise DiskFull(f"commit log write failed: {failure}") from None
-        self._next_queue_offset = offsets
+        self._next_queue_offset.update(offsets)
         stored, pending = [], []
         for draft, queue_offset, where in zip(drafts, queue_offsets, placed):
             stored.append(StoredMessage(draft, where.commit_offset, where.size, queue_offset, now))
@@ -258,6 +259,14 @@ class MessageStore(Reader):
     @property
     def flushed_offset(self) -> int:
         return min(self._flush.flushed_offset, self._log.write_offset) if self._flush else self._log.write_offset
+
+    @property
+    def confirm_offset(self) -> int:
+        return self._last_checkpoint.confirm_phy_offset
+
+    def set_confirm_offset(self, offset: int) -> None:
+        """Replication (issue 5): kept in the checkpoint at byte 32, persisted with the next checkpoint."""
+        self._last_checkpoint = replace(self._last_checkpoint, confirm_phy_offset=offset)
 
     def read_raw(self, commit_offset: int, max_bytes: int) -> bytes:
         self._check_open()

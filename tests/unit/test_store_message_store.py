@@ -310,3 +310,14 @@ def test_config_binds_rocketmq_keys_and_rejects_bad_values(tmp_path):
         StoreConfig(tmp_path, mapped_file_size_consume_queue=1001)
     with pytest.raises(ConfigError, match="flushDiskType"):
         bind(StoreConfig, {"storePathRootDir": str(tmp_path), "flushDiskType": "SOMETIMES"}, "broker.conf")
+
+
+def test_confirm_offset_survives_restart_in_the_checkpoint(tmp_path):
+    store = make(tmp_path)
+    store.start()
+    store.set_confirm_offset(12345)
+    store.shutdown()
+    store = make(tmp_path)
+    store.start()
+    assert store.confirm_offset == 12345
+    store.shutdown()

@@ -35,6 +35,7 @@ from metadata.data_version import DataVersion, reverse_sync_adopts
 ROLE_MASTER = "master"
 ROLE_SLAVE = "slave"
 MASTER_BROKER_ID = 0
+EMPTY_ENTRY_QUEUE_ID = -1  # flat-row marker: the replica holds a topic@group entry with no queue
 
 STATUS_IN_SYNC = "in_sync"
 STATUS_DIVERGED = "diverged"

@@ -1,0 +1,120 @@
+"""One run of the offset diff on a given SparkSession: load, diff, report, write.
+
+Rules:
+- Snapshot files are parsed on the driver (metadata.consumer_offsets) and handed to Spark
+  through Arrow with the explicit schema; fetched parquet is read with the same schema.
+  Nothing is inferred.
+- Every offset row must belong to a known replica (parquet input is checked); the
+  reverse-sync plan of each broker group is decided here from the replicas' DataVersions.
+- The detail is cached once; the summary, top-K, one-sided list and histograms are small
+  collections from it.
+- Spark failures become one clear line (exit code 1), never a traceback that could be
+  mistaken for a result.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, TextIO
+
+from metadata.data_version import DataVersion
+from spark_tools.offset_diff_model import OffsetDiffInputError, Replica, plan_group, validate_replicas
+from spark_tools.offset_inputs import flatten, read_snapshot
+
+
+def _offsets_frame(spark, rows: list[tuple], schema):
+    """Flat rows -> DataFrame through Arrow, with nullable integer columns (no float detour)."""
+    import pandas
+
+    if not rows:
+        return spark.createDataFrame([], schema)
+    frame = pandas.DataFrame.from_records(rows, columns=[item.name for item in schema.fields])
+    frame = frame.astype({"broker_id": "int32", "queue_id": "int32", "offset": "Int64"})
+    return spark.createDataFrame(frame, schema)
+
+
+def load_snapshots(spark, config) -> tuple[list[Replica], Any, Any]:
+    from spark_tools.offset_diff_spark import OFFSETS_SCHEMA
+
+    replicas, rows = [], []
+    for spec in config.snapshots:
+        replica, table = read_snapshot(spec, config.file_bytes_max)
+        replicas.append(replica)
+        rows.extend(flatten(replica, table))
+    validate_replicas(replicas)
+    offsets = _offsets_frame(spark, rows, OFFSETS_SCHEMA)
+    return replicas, offsets, None
+
+
+def _replica_from_row(row) -> Replica:
+    version = DataVersion(state_version=row["state_version"], timestamp_ms=row["timestamp_ms"], counter=row["counter"])
+    return Replica(row["broker_group"], row["broker_id"], row["role"], version, source=row["source"] or "",
+                   fetched_at_ms=row["fetched_at_ms"] or 0, address=row["address"] or "")
+
+
+def load_parquet(spark, config) -> tuple[list[Replica], Any, Any]:
+    from spark_tools.offset_diff_spark import OFFSETS_SCHEMA, QUEUES_SCHEMA, REPLICAS_SCHEMA
+
+    base = config.input_parquet
+    for part in ("replicas", "offsets"):
+        if not os.path.exists(os.path.join(base, part)):
+            raise OffsetDiffInputError(f"--input-parquet {base}: missing {part}/ (written by the fetch step)")
+    replicas = [_replica_from_row(row) for row in spark.read.schema(REPLICAS_SCHEMA).parquet(os.path.join(base, "replicas")).collect()]
+    if not replicas:
+        raise OffsetDiffInputError(f"--input-parquet {base}: replicas/ holds no replica")
+    validate_replicas(replicas)
+    offsets = spark.read.schema(OFFSETS_SCHEMA).parquet(os.path.join(base, "offsets"))
+    known = {(replica.broker_group, replica.broker_id) for replica in replicas}
+    found = {(row[0], row[1]) for row in offsets.select("broker_group", "broker_id").distinct().collect()}
+    if found - known:
+        raise OffsetDiffInputError(f"--input-parquet {base}: offsets/ has rows of unknown replicas {sorted(found - known)}")
+    queues_path = os.path.join(base, "queues")
+    queues = spark.read.schema(QUEUES_SCHEMA).parquet(queues_path) if os.path.exists(queues_path) else None
+    return replicas, offsets, queues
+
+
+def compute(spark, config, replicas: list[Replica], offsets, queues):
+    from spark_tools.offset_diff_spark import offset_diff, plan_frame
+
+    broker_ids = sorted({replica.broker_id for replica in replicas})
+    detail = offset_diff(offsets, plan_frame(spark, replicas), broker_ids, config.tolerance, queues)
+    return detail, broker_ids
+
+
+def report(spark, config, replicas, detail, broker_ids, now_ms: int, out: TextIO) -> dict[str, Any]:
+    from spark_tools import offset_outputs, offset_rollups
+    from spark_tools.offset_report import build_summary, render_console
+
+    plans = {name: plan_group(members) for name, members in validate_replicas(replicas).items()}
+    summary = build_summary(offset_rollups.collect_groups(detail), replicas, plans, config.tolerance, now_ms)
+    top = offset_rollups.top_rollbacks(detail, config.top_k)
+    one_sided = offset_rollups.one_sided_keys(detail, broker_ids, config.one_sided_limit)
+    out.write(render_console(summary, top, one_sided))
+    if config.output:
+        os.makedirs(config.output, exist_ok=True)
+        detail.write.mode("overwrite").parquet(os.path.join(config.output, "detail"))
+        summary["plan"] = offset_outputs.write_plan(detail, replicas, config.output, now_ms)
+        offset_outputs.write_summary(summary, config.output)
+        histograms = {label: offset_rollups.rollback_histogram(detail, column)
+                      for label, column in (("if master wins", "rollback_if_master_wins"), ("native", "rollback_native"))}
+        offset_outputs.write_plots(summary, histograms, config.output)
+        out.write(f"wrote {config.output}: summary.json, detail/, plan.csv, plan/<group>/consumerOffset.json, 2 plots\n")
+    return summary
+
+
+def execute(spark, config, now_ms: int, out: TextIO) -> int:
+    from pyspark.errors import PySparkException
+    from py4j.protocol import Py4JJavaError
+
+    try:
+        loaded = load_parquet(spark, config) if config.input_parquet else load_snapshots(spark, config)
+        replicas, offsets, queues = loaded
+        detail, broker_ids = compute(spark, config, replicas, offsets, queues)
+        detail = detail.persist()
+        try:
+            summary = report(spark, config, replicas, detail, broker_ids, now_ms, out)
+        finally:
+            detail.unpersist()
+    except (PySparkException, Py4JJavaError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise OffsetDiffInputError(f"Spark job failed: {first}") from None
+    return int(summary["exit_code"])

@@ -1,0 +1,71 @@
+"""Small rollups of the per-key detail that the driver collects: DataFrame in, rows out.
+
+Rules:
+- Only summaries, top-K rows and histogram buckets reach the driver; never all keys
+  (the plan files stream keys with ``toLocalIterator`` instead, see offset_outputs).
+- Top-K orders by the larger of the two rollbacks, then by key, so the report is stable.
+- Histogram buckets are powers of ten of the per-queue rollback (bucket b holds
+  10**b <= rollback < 10**(b+1)); zero rollbacks are not plotted.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType
+
+from spark_tools.offset_diff_model import STATUS_DIVERGED, STATUS_IN_SYNC, STATUS_ONE_SIDED
+
+
+def _count(condition) -> Any:
+    return F.sum(condition.cast(IntegerType()))
+
+
+def group_rollup(detail: DataFrame) -> DataFrame:
+    """One row per broker group with the counters offset_report.build_summary expects."""
+    return detail.groupBy("broker_group").agg(
+        F.count(F.lit(1)).alias("keys_total"),
+        _count(F.col("status") == STATUS_IN_SYNC).alias("keys_in_sync"),
+        _count(F.col("status") == STATUS_DIVERGED).alias("keys_diverged"),
+        _count(F.col("status") == STATUS_ONE_SIDED).alias("keys_one_sided"),
+        _count((F.col("status") == STATUS_DIVERGED) & F.col("beyond_tolerance")).alias("keys_beyond_tolerance"),
+        F.sum(F.coalesce("rollback_if_master_wins", F.lit(0))).alias("rollback_if_master_wins"),
+        F.sum(F.coalesce("rollback_native", F.lit(0))).alias("rollback_native"),
+        F.max("spread").alias("largest_gap"),
+        _count(F.col("reset_conflict")).alias("reset_conflicts"),
+        _count(F.col("beyond_max")).alias("beyond_max"),
+        _count(F.col("native_offset").isNull()).alias("native_dropped"),
+        F.max("native_behind").alias("native_behind"),
+        F.max("native_ahead").alias("native_ahead"),
+    )
+
+
+def collect_groups(detail: DataFrame) -> list[dict[str, Any]]:
+    return [row.asDict() for row in group_rollup(detail).collect()]
+
+
+def top_rollbacks(detail: DataFrame, top_k: int) -> list[dict[str, Any]]:
+    worst = F.greatest(F.coalesce("rollback_if_master_wins", F.lit(0)), F.coalesce("rollback_native", F.lit(0)))
+    rows = (detail.where(worst > 0)
+            .orderBy(worst.desc(), "broker_group", "topic", "group", "queue_id")
+            .select("broker_group", "topic", "group", "queue_id", "master_offset", "native_offset", "safe_offset",
+                    "rollback_if_master_wins", "rollback_native")
+            .limit(top_k).collect())
+    return [row.asDict() for row in rows]
+
+
+def one_sided_keys(detail: DataFrame, broker_ids: list[int], limit: int) -> list[dict[str, Any]]:
+    holders = F.concat_ws(",", *(F.when(F.col(f"offset_b{b}").isNotNull(), F.lit(str(b))) for b in broker_ids))
+    rows = (detail.where(F.col("status") == STATUS_ONE_SIDED)
+            .orderBy("broker_group", "topic", "group", "queue_id")
+            .select("broker_group", "topic", "group", "queue_id", holders.alias("holders"), "safe_offset")
+            .limit(limit).collect())
+    return [row.asDict() for row in rows]
+
+
+def rollback_histogram(detail: DataFrame, column: str) -> dict[int, int]:
+    """Power-of-ten bucket -> number of queues, for queues whose rollback is positive."""
+    bucket = F.floor(F.log10(F.col(column))).cast(IntegerType())
+    rows = detail.where(F.col(column) > 0).groupBy(bucket.alias("bucket")).count().collect()
+    return {row["bucket"]: row["count"] for row in rows}

@@ -1,0 +1,46 @@
+from metadata.consumer_offsets import loads
+from services.broker.config_files import read_document, write_document
+from services.broker.dedupe import SendDedupe
+from services.broker.offset_keeper import OffsetKeeper
+
+
+def test_version_bumps_every_step_commits():
+    keeper = OffsetKeeper(version_step=3)
+    for offset in range(1, 3):
+        keeper.commit("T", "G", 0, offset, now_ms=offset)
+    assert keeper.table.data_version.counter == 0
+    keeper.commit("T", "G", 0, 3, now_ms=3)
+    assert keeper.table.data_version.counter == 1 and keeper.table.data_version.timestamp_ms == 3
+
+
+def test_persist_with_changed_offsets_always_moves_the_version():
+    keeper = OffsetKeeper(version_step=500)
+    keeper.commit("T", "G", 0, 1, now_ms=1)
+    document = keeper.document_to_persist(now_ms=10)
+    assert document["dataVersion"]["counter"] == 1
+    assert keeper.document_to_persist(now_ms=20) is None  # nothing changed: no write, no bump
+    keeper.commit("T", "G", 0, 2, now_ms=30)
+    assert keeper.document_to_persist(now_ms=40)["dataVersion"]["counter"] == 2
+
+
+def test_atomic_file_falls_back_to_bak(tmp_path):
+    path = tmp_path / "config" / "consumerOffset.json"
+    keeper = OffsetKeeper(1)
+    keeper.commit("T", "G", 0, 5, 1)
+    write_document(path, keeper.document_to_persist(2))
+    keeper.commit("T", "G", 0, 6, 3)
+    write_document(path, keeper.document_to_persist(4))
+    text = path.read_text()
+    assert "{0:6}" in text.replace("\t", "").replace("\n", "").replace(" ", "")
+    path.write_text("{corrupt")
+    table = read_document(path, lambda doc: loads(__import__("json").dumps(doc)))
+    assert table.get("T", "G", 0) == 5
+
+
+def test_dedupe_window_and_bound():
+    dedupe = SendDedupe(window_ms=100, max_entries=2)
+    dedupe.remember("T", "a", 1, now_ms=0)
+    assert dedupe.lookup("T", "a", 100) == 1 and dedupe.lookup("T", "a", 101) is None
+    dedupe.remember("T", "b", 2, 0)
+    dedupe.remember("T", "c", 3, 0)
+    assert dedupe.lookup("T", "a", 0) is None and dedupe.lookup("T", "c", 0) == 3

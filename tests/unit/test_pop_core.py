@@ -1,0 +1,128 @@
+"""Unit tests of the pure pop core: receipt handles, the table's rules, delivery decisions."""
+from __future__ import annotations
+
+from hypothesis import given, strategies as st
+
+from metadata.message import MessageDraft, Prop, StoredMessage
+from scheduler.pop.decisions import PopContext, PopRejection, decide_ack, decide_change, plan_fifo_redelivery, plan_new
+from scheduler.pop.receipt import ReceiptHandle, decode
+from scheduler.pop.records import AckRecord, QueueKey, decode_record, encode_record
+from scheduler.pop.table import HandleCheck, PopTable
+
+topics = st.from_regex(r"[%a-zA-Z0-9_-]{1,40}", fullmatch=True)
+
+
+@given(topics, st.integers(0, 1023), st.integers(0, 2**62), st.integers(0, 2**62))
+def test_receipt_handle_round_trips(topic, queue_id, offset, seq):
+    handle = ReceiptHandle(topic, queue_id, offset, seq)
+    assert decode(handle.encode()) == handle
+
+
+@given(st.one_of(st.text(max_size=200), st.binary(max_size=50), st.none(), st.integers()))
+def test_garbage_handles_never_crash(garbage):
+    assert decode(garbage) is None or isinstance(decode(garbage), ReceiptHandle)
+
+
+@given(topics, st.integers(0, 100), st.integers(0, 1000), st.integers(0, 10**9), st.integers(0, 40))
+def test_tampered_handle_is_refused(topic, queue_id, offset, seq, position):
+    text = ReceiptHandle(topic, queue_id, offset, seq).encode()
+    index = position % len(text)
+    flipped = text[:index] + ("A" if text[index] != "A" else "B") + text[index + 1:]
+    assert decode(flipped) != ReceiptHandle(topic, queue_id, offset, seq)
+
+
+def message(offset, group="", tag=None, reconsume=None):
+    props = {Prop.MESSAGE_ID: f"M{offset}"}
+    if group:
+        props[Prop.MESSAGE_GROUP] = group
+    if tag:
+        props[Prop.TAG] = tag
+    if reconsume is not None:
+        props[Prop.RECONSUME_TIMES] = str(reconsume)
+    return StoredMessage(MessageDraft("T", 0, b"b", 0, properties=props), 1000 + offset * 10, 10, offset, 0)
+
+
+KEY = QueueKey("G", "T", 0)
+
+
+def ctx(now=0, batch=32, fifo=False, tags=None, max_attempts=3):
+    return PopContext(now, 1000, max_attempts, batch, 100, fifo, tags)
+
+
+def seqs():
+    counter = iter(range(1, 10**6))
+    return lambda: next(counter)
+
+
+def test_plan_new_skips_tag_mismatches_and_attempt_comes_from_reconsume_times():
+    table = PopTable()
+    state = table.ensure(KEY, 0)
+    plan = plan_new(KEY, state, [message(0, tag="a"), message(1, tag="b"), message(2, tag="a", reconsume=1)],
+                    ctx(tags=frozenset({"a"})), seqs())
+    assert [d.entry.offset for d in plan.deliveries] == [0, 2]
+    assert [d.entry.attempt for d in plan.deliveries] == [1, 2]
+    table.apply(plan.record)
+    assert state.pop_offset == 3 and state.commit == 0 and 1 in state.acked
+
+
+def test_attempt_beyond_max_is_dead_lettered():
+    table = PopTable()
+    plan = plan_new(KEY, table.ensure(KEY, 0), [message(0, reconsume=3)], ctx(max_attempts=3), seqs())
+    assert plan.deliveries[0].dead_letter
+
+
+def test_fifo_batch_has_one_message_per_group_and_locks_the_queue():
+    table = PopTable()
+    state = table.ensure(KEY, 0)
+    msgs = [message(0, "a"), message(1, "b"), message(2, "a"), message(3, "c")]
+    plan = plan_new(KEY, state, msgs, ctx(fifo=True), seqs())
+    assert [d.entry.offset for d in plan.deliveries] == [0, 1]
+    table.apply(plan.record)
+    assert plan_new(KEY, state, msgs[2:], ctx(fifo=True), seqs()).deliveries == ()
+    redelivered = plan_fifo_redelivery(KEY, state, {0: msgs[0], 1: msgs[1]}, ctx(now=1000, fifo=True), seqs())
+    assert [(d.entry.offset, d.entry.attempt) for d in redelivered.deliveries] == [(0, 2), (1, 2)]
+
+
+def test_ack_rules_current_stale_and_already_acked():
+    table = PopTable()
+    plan = plan_new(KEY, table.ensure(KEY, 0), [message(0)], ctx(), seqs())
+    table.apply(plan.record)
+    entry = plan.deliveries[0].entry
+    current = ReceiptHandle("T", 0, 0, entry.seq)
+    changed = decide_change(table, "G", current, 5000, now_ms=10)
+    record, new_handle = changed
+    table.apply(record)
+    assert decide_ack(table, "G", current) is PopRejection.INVALID_RECEIPT_HANDLE
+    assert decide_ack(table, "G", None) is PopRejection.INVALID_RECEIPT_HANDLE
+    ack = decide_ack(table, "G", new_handle)
+    assert isinstance(ack, AckRecord)
+    commits = table.apply(ack)
+    assert [c.offset for c in commits] == [1]
+    assert decide_ack(table, "G", new_handle) is None
+    assert table.check_handle("G", new_handle) is HandleCheck.ALREADY_ACKED
+
+
+def test_apply_is_idempotent_so_replay_over_a_snapshot_is_harmless():
+    table = PopTable()
+    plan = plan_new(KEY, table.ensure(KEY, 0), [message(0), message(1)], ctx(), seqs())
+    records = [plan.record, AckRecord(KEY, 0)]
+    for record in records:
+        table.apply(record)
+    snapshot = PopTable.from_document(table.to_document())
+    for record in records:  # replay everything again
+        snapshot.apply(decode_record(encode_record(record)))
+    state = snapshot.get(KEY)
+    assert state.commit == 1 and set(state.inflight) == {1}
+
+
+def test_next_seq_grows_and_is_seeded_by_time():
+    table = PopTable()
+    first = table.next_seq(5)
+    assert first >= 5000 and table.next_seq(0) == first + 1
+
+
+def test_expired_lists_only_non_fifo_entries_past_their_deadline():
+    table = PopTable()
+    table.apply(plan_new(KEY, table.ensure(KEY, 0), [message(0)], ctx(now=0), seqs()).record)
+    assert table.expired(999, 10) == []
+    assert [e.offset for _, e in table.expired(1000, 10)] == [0]

@@ -1,0 +1,37 @@
+from scheduler.transaction_check import CheckKind, EndRejection, Resolution, TransactionTable
+
+
+def test_checks_start_after_timeout_repeat_by_interval_then_discard():
+    table = TransactionTable()
+    table.add_half(0, "T", "tx", store_ms=0, timeout_ms=6000)
+    assert table.decide_checks(5999, check_max=2, limit=10) == []
+    [first] = table.decide_checks(6000, 2, 10)
+    assert first.kind is CheckKind.CHECK
+    table.checked(0, 6000, 30_000)
+    assert table.decide_checks(35_999, 2, 10) == []
+    table.checked(0, 36_000, 30_000)
+    [last] = table.decide_checks(66_000, 2, 10)
+    assert last.kind is CheckKind.DISCARD
+
+
+def test_end_decisions():
+    table = TransactionTable(resolved_max=2)
+    table.add_half(0, "T", "tx", 0, 0)
+    assert table.decide_end(0, commit=True) is None
+    table.resolve(0, Resolution.COMMIT)
+    assert table.decide_end(0, True) is Resolution.COMMIT
+    assert table.decide_end(0, False) is EndRejection.ALREADY_RESOLVED_OTHERWISE
+    assert table.decide_end(9, True) is EndRejection.UNKNOWN_TRANSACTION
+    table.add_half(0, "T", "tx", 0, 0)  # replayed half after its op: stays resolved
+    assert 0 not in table.pending
+    for offset in (1, 2, 3):
+        table.resolve(offset, Resolution.ROLLBACK)
+    assert len(table.resolved) == 2
+
+
+def test_checkpoint_round_trip():
+    table = TransactionTable()
+    table.add_half(3, "T", "tx", 1, 2)
+    table.resolve(1, Resolution.ROLLBACK)
+    again = TransactionTable.from_document(table.to_document(), 10)
+    assert again.pending == table.pending and again.resolved == table.resolved

@@ -1,0 +1,248 @@
+"""The BrokerAdmin gRPC servicer a container serves on its internal port.
+
+Rules:
+- A request names one hosted broker; an empty name in a query means every hosted broker,
+  in a mutation every hosted master.  An unknown name is ``BROKER_NOT_EXIST``.
+- Topics and groups are changed on masters only (``BROKER_IS_SLAVE`` otherwise): slaves
+  follow their master.
+- After a topic change the ``on_topics_changed(broker_name)`` callback runs (the container
+  re-registers with the nameserver) before the reply, so a route query that follows sees it.
+- Exceptions become gRPC statuses in exactly one place, :func:`_status_of`; details start
+  with a named reason (``BAD_REQUEST``, ``BROKER_NOT_EXIST``, ``TOPIC_NOT_FOUND``, ...).
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import logging
+from typing import Any, Awaitable, Callable, Mapping, Union
+
+import grpc
+
+from metadata.config import ConfigError
+from metadata.status import Code, RequestRejected
+from proto import admin_pb2 as pb
+from proto import admin_pb2_grpc as pb_grpc
+from services.admin import converters as conv
+from services.admin.add_broker_rules import AddBrokerRefused, check_config_path, check_new_broker
+from services.admin.container_api import AddBrokerError, BrokerNotExistError, ContainerAdminApi
+from services.broker.admin_api import BrokerAdminApi
+
+log = logging.getLogger(__name__)
+
+TopicsChanged = Callable[[str], Union[None, Awaitable[None]]]
+ConfigLoader = Callable[[str], Mapping[str, Any]]
+
+
+class AdminRefused(Exception):
+    def __init__(self, code: grpc.StatusCode, reason: str, message: str):
+        super().__init__(f"{reason}: {message}")
+        self.code = code
+
+
+def _status_of(exc: Exception) -> tuple[grpc.StatusCode, str]:
+    """The one place where admin exceptions become gRPC statuses."""
+    if isinstance(exc, conv.BadAdminRequest):
+        return grpc.StatusCode.INVALID_ARGUMENT, f"BAD_REQUEST: {exc}"
+    if isinstance(exc, AdminRefused):
+        return exc.code, str(exc)
+    if isinstance(exc, BrokerNotExistError):
+        return grpc.StatusCode.NOT_FOUND, f"BROKER_NOT_EXIST: {exc}"
+    if isinstance(exc, AddBrokerError):
+        return grpc.StatusCode.FAILED_PRECONDITION, f"ADD_BROKER_FAILED: {exc}"
+    if isinstance(exc, RequestRejected):
+        if exc.code in (Code.NOT_FOUND, Code.TOPIC_NOT_FOUND, Code.CONSUMER_GROUP_NOT_FOUND, Code.OFFSET_NOT_FOUND):
+            return grpc.StatusCode.NOT_FOUND, f"{exc.code.name}: {exc.message}"
+        if 40000 <= exc.code < 50000:
+            return grpc.StatusCode.FAILED_PRECONDITION, f"{exc.code.name}: {exc.message}"
+        return grpc.StatusCode.INTERNAL, f"{exc.code.name}: {exc.message}"
+    log.exception("admin: internal error")
+    return grpc.StatusCode.INTERNAL, f"INTERNAL: {type(exc).__name__}: {exc}"
+
+
+def _rpc(method: Callable) -> Callable:
+    @functools.wraps(method)
+    async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            return await method(self, request)
+        except Exception as exc:  # converted in one place
+            code, details = _status_of(exc)
+            await context.abort(code, details)
+    return wrapper
+
+
+class BrokerAdminServicer(pb_grpc.BrokerAdminServicer):
+    def __init__(self, container: ContainerAdminApi, on_topics_changed: TopicsChanged | None = None,
+                 load_config: ConfigLoader | None = None):
+        self.container = container
+        self.on_topics_changed = on_topics_changed
+        self.load_config = load_config
+
+    # ---- selection ----
+
+    def _select(self, name: str) -> list[BrokerAdminApi]:
+        brokers = self.container.brokers()
+        if not name:
+            return [brokers[key] for key in sorted(brokers)]
+        broker = brokers.get(name)
+        if broker is None:
+            broker = next((b for b in brokers.values() if b.name == name), None)
+        if broker is None:
+            raise BrokerNotExistError(f"Broker not exist: {name}")
+        return [broker]
+
+    def _masters(self, name: str) -> list[BrokerAdminApi]:
+        selected = self._select(conv.broker_name(name))
+        if name and selected[0].role != "MASTER":
+            raise AdminRefused(grpc.StatusCode.FAILED_PRECONDITION, "BROKER_IS_SLAVE",
+                               f"{name} is a slave; change topics and groups on its master")
+        masters = [b for b in selected if b.role == "MASTER"]
+        if not masters:
+            raise AdminRefused(grpc.StatusCode.FAILED_PRECONDITION, "NO_MASTER", "this container hosts no master")
+        return masters
+
+    async def _topics_changed(self, broker_name: str) -> None:
+        if self.on_topics_changed is None:
+            return
+        try:
+            result = self.on_topics_changed(broker_name)
+            if inspect.isawaitable(result):
+                await result
+        except Exception:  # the change is durable; registration retries on its own schedule
+            log.exception("admin: re-registering %s after a topic change failed", broker_name)
+
+    # ---- topics and groups ----
+
+    @_rpc
+    async def CreateOrUpdateTopic(self, request: pb.AdminCreateOrUpdateTopicRequest) -> pb.AdminDone:
+        masters = self._masters(request.broker_name)
+        done = []
+        for broker in masters:
+            config = conv.topic_from_proto(request.topic, broker.topic_table().topics.get(request.topic.topic))
+            await broker.upsert_topic(config)
+            await self._topics_changed(broker.name)
+            done.append(broker.name)
+        return pb.AdminDone(broker_names=done)
+
+    @_rpc
+    async def DeleteTopic(self, request: pb.AdminDeleteTopicRequest) -> pb.AdminDone:
+        topic = conv.topic_name(request.topic)
+        masters = self._masters(request.broker_name)
+        done = []
+        for broker in masters:
+            if topic in broker.topic_table().topics:
+                await broker.delete_topic(topic)
+                await self._topics_changed(broker.name)
+                done.append(broker.name)
+        return pb.AdminDone(broker_names=done)
+
+    @_rpc
+    async def ListTopics(self, request: pb.AdminListTopicsRequest) -> pb.AdminListTopicsResponse:
+        replies = []
+        for broker in self._select(conv.broker_name(request.broker_name)):
+            table = broker.topic_table()
+            replies.append(pb.AdminBrokerTopics(broker_name=broker.name, data_version=conv.data_version_to_proto(table.data_version),
+                                                topics=[conv.topic_to_proto(t) for _, t in sorted(table.topics.items())]))
+        return pb.AdminListTopicsResponse(brokers=replies)
+
+    @_rpc
+    async def CreateOrUpdateGroup(self, request: pb.AdminCreateOrUpdateGroupRequest) -> pb.AdminDone:
+        masters = self._masters(request.broker_name)
+        for broker in masters:
+            config = conv.group_from_proto(request.group, broker.group_table().groups.get(request.group.group))
+            await broker.upsert_group(config)
+        return pb.AdminDone(broker_names=[b.name for b in masters])
+
+    @_rpc
+    async def DeleteGroup(self, request: pb.AdminDeleteGroupRequest) -> pb.AdminDone:
+        group = conv.group_name(request.group)
+        done = []
+        for broker in self._masters(request.broker_name):
+            if group in broker.group_table().groups:
+                await broker.delete_group(group)
+                done.append(broker.name)
+        return pb.AdminDone(broker_names=done)
+
+    @_rpc
+    async def ListGroups(self, request: pb.AdminListGroupsRequest) -> pb.AdminListGroupsResponse:
+        replies = []
+        for broker in self._select(conv.broker_name(request.broker_name)):
+            table = broker.group_table()
+            replies.append(pb.AdminBrokerGroups(broker_name=broker.name, data_version=conv.data_version_to_proto(table.data_version),
+                                                groups=[conv.group_to_proto(g) for _, g in sorted(table.groups.items())]))
+        return pb.AdminListGroupsResponse(brokers=replies)
+
+    # ---- status ----
+
+    @_rpc
+    async def TopicStatus(self, request: pb.AdminTopicStatusRequest) -> pb.AdminTopicStatusResponse:
+        topic = conv.topic_name(request.topic)
+        name = conv.broker_name(request.broker_name)
+        replies = []
+        for broker in self._select(name):
+            if topic not in broker.topic_table().topics:
+                if name:
+                    raise AdminRefused(grpc.StatusCode.NOT_FOUND, "TOPIC_NOT_FOUND", f"{name} has no topic {topic}")
+                continue
+            queues = [conv.queue_status_to_proto(q) for q in broker.topic_status(topic)]
+            replies.append(pb.AdminBrokerTopicStatus(broker_name=broker.name, broker_id=broker.broker_id,
+                                                     role=broker.role, queues=queues))
+        return pb.AdminTopicStatusResponse(topic=topic, brokers=replies)
+
+    @_rpc
+    async def ConsumerProgress(self, request: pb.AdminConsumerProgressRequest) -> pb.AdminConsumerProgressResponse:
+        group = conv.group_name(request.group)
+        topic = conv.topic_name(request.topic) if request.topic else None
+        replies = []
+        for broker in self._select(conv.broker_name(request.broker_name)):
+            rows = [conv.progress_to_proto(p) for p in broker.consumer_progress(group, topic)]
+            replies.append(pb.AdminBrokerProgress(broker_name=broker.name, broker_id=broker.broker_id, queues=rows))
+        return pb.AdminConsumerProgressResponse(group=group, brokers=replies)
+
+    @_rpc
+    async def BrokerStatus(self, request: pb.AdminBrokerStatusRequest) -> pb.AdminBrokerStatusResponse:
+        replies = [pb.AdminBrokerStatus(broker_name=b.name, broker_id=b.broker_id, cluster=b.cluster, role=b.role,
+                                        status_json=json.dumps(dict(b.status()), default=str, sort_keys=True))
+                   for b in self._select(conv.broker_name(request.broker_name))]
+        container_json = json.dumps(dict(self.container.container_status()), default=str, sort_keys=True)
+        return pb.AdminBrokerStatusResponse(brokers=replies, container_json=container_json)
+
+    @_rpc
+    async def GetConsumerOffsets(self, request: pb.AdminGetConsumerOffsetsRequest) -> pb.AdminGetConsumerOffsetsResponse:
+        broker = self._select(conv.broker_name(request.broker_name, required=True))[0]
+        table = broker.consumer_offset_table()
+        return pb.AdminGetConsumerOffsetsResponse(broker_name=broker.name, broker_id=broker.broker_id, role=broker.role,
+                                                  document=table.dumps(),
+                                                  data_version=conv.data_version_to_proto(table.data_version))
+
+    # ---- brokers ----
+
+    @_rpc
+    async def AddBroker(self, request: pb.AdminAddBrokerRequest) -> pb.AdminAddBrokerResponse:
+        refused = check_config_path(request.config_path)
+        if refused is None and self.load_config is not None:
+            try:
+                values = self.load_config(request.config_path)
+            except (ConfigError, OSError) as exc:
+                log.warning("admin: addBroker cannot read %s: %s", request.config_path, exc)
+                values = {}
+            hosted = [(b.cluster, b.name, b.broker_id) for b in self.container.brokers().values()]
+            checked = check_new_broker(values, hosted)
+            refused = checked if isinstance(checked, AddBrokerRefused) else None
+        if refused is not None:
+            raise AdminRefused(grpc.StatusCode.FAILED_PRECONDITION, refused.reason.value, refused.message)
+        return pb.AdminAddBrokerResponse(canonical_name=await self.container.add_broker(request.config_path))
+
+    @_rpc
+    async def RemoveBroker(self, request: pb.AdminRemoveBrokerRequest) -> pb.AdminRemoveBrokerResponse:
+        cluster = conv.broker_name(request.cluster, required=True, field="cluster")
+        name = conv.broker_name(request.broker_name, required=True)
+        await self.container.remove_broker(cluster, name, conv.broker_id(request.broker_id))
+        return pb.AdminRemoveBrokerResponse()
+
+
+def add_admin_service(server: grpc.aio.Server, container: ContainerAdminApi, *,
+                      on_topics_changed: TopicsChanged | None = None, load_config: ConfigLoader | None = None) -> None:
+    """Mount the BrokerAdmin service; ``load_config`` (path -> keys) enables section 1.3's file checks."""
+    pb_grpc.add_BrokerAdminServicer_to_server(BrokerAdminServicer(container, on_topics_changed, load_config), server)

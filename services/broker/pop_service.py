@@ -173,7 +173,10 @@ class PopService:
         for key in self._queue_keys(request, fifo, read_queues):
             if budget <= 0:
                 break
-            context = PopContext(now, request.invisible_ms, request.max_delivery_attempts or group_max_attempts,
+            invisible_ms = request.invisible_ms
+            if request.auto_renew or invisible_ms <= 0:
+                invisible_ms = invisible_ms if invisible_ms > 0 else self.config.pop_invisible_time_auto_renew_ms
+            context = PopContext(now, invisible_ms, request.max_delivery_attempts or group_max_attempts,
                                  budget, self.config.pop_inflight_max_per_queue, fifo,
                                  None if key.topic != request.topic else tags)
             plan = self._plan_queue(key, context)

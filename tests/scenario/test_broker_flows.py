@@ -279,3 +279,34 @@ def test_pop_log_replay_without_snapshot_restores_acks(harness):
         assert [d.message.body for d in await harness.receive("G", "T")] == [b"2"]
         await harness.stop()
     run(scenario())
+
+
+def test_long_poll_wakes_on_append_and_returns_empty_when_time_is_up(harness):
+    async def scenario():
+        broker = await _with_topic(harness)
+
+        async def poll(long_poll_ms):
+            request = ReceiveRequest("c", "G", "T", -1, FilterExpression(), 32, 30_000, False, long_poll_ms,
+                                     harness.clock.monotonic_ms() + long_poll_ms)
+            return await broker.receive(request)
+
+        waiting = asyncio.create_task(poll(10_000))
+        await asyncio.sleep(0)  # let the receive register its waiter
+        assert not waiting.done()
+        await harness.send("T", b"late")
+        got = await asyncio.wait_for(waiting, 10)
+        assert [d.message.body for d in got] == [b"late"]
+        assert await poll(20) == []
+        await harness.stop()
+    run(scenario())
+
+
+def test_auto_renew_receive_uses_the_configured_invisible_time(harness):
+    async def scenario():
+        broker = await _with_topic(harness)
+        await harness.send("T")
+        request = ReceiveRequest("c", "G", "T", -1, FilterExpression(), 32, 0, True, 0, harness.clock.monotonic_ms())
+        [delivery] = await broker.receive(request)
+        assert delivery.invisible_until_ms == harness.clock.now_ms() + harness.config.pop_invisible_time_auto_renew_ms
+        await harness.stop()
+    run(scenario())

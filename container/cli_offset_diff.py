@@ -1,5 +1,62 @@
-"""Placeholder: this family of subcommands is being written."""
+"""``relaymq offset-diff``: whose consumer offsets win when a master rejoins.
+
+Rules:
+- spark_tools is imported only inside the handler (importlib): nothing else in RelayMQ
+  imports it, and the broker must not need PySpark to start.
+- The options are the job's (spark_tools/offset_diff_job.add_arguments declares the same;
+  a test keeps them equal).  ``--snapshot GROUP:BROKER_ID=PATH``, ``--output DIR`` and
+  ``--tolerance N`` are a stable interface that scripts rely on.
+- The job runs in-process; with no ``--master`` it uses ``local[*]``.
+- Exit codes: 0 in sync, 1 tool or input error (a CliError), 2 diverged but safe,
+  3 needs a human.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+
+DEFAULT_MASTER = "local[*]"
+EXIT_ERROR = 1
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--snapshot", action="append", default=[], metavar="GROUP:BROKER_ID=PATH",
+                        help="a consumerOffset.json of one replica (repeatable; broker id 0 is the master; GROUP:ID:ROLE=PATH sets the role)")
+    parser.add_argument("--manifest", help="JSON file listing replicas: {\"replicas\": [{brokerGroup, brokerId, role?, path}]}")
+    parser.add_argument("--input-parquet", metavar="DIR", help="flat parquet written by the live fetch step")
+    parser.add_argument("--output", metavar="DIR", help="write summary.json, detail parquet, plan.csv, plan files and plots")
+    parser.add_argument("--tolerance", type=int, default=0, metavar="N", help="a spread of at most N messages counts as in sync")
+    parser.add_argument("--top-k", type=int, default=20, metavar="K", help="rows in the top rollbacks table (default 20)")
+    parser.add_argument("--master", help=f"Spark master URL (default {DEFAULT_MASTER})")
+    parser.add_argument("--shuffle-partitions", type=int, metavar="N", help="spark.sql.shuffle.partitions")
+    parser.add_argument("--apply", metavar="PLAN_DIR", help="write a plan made with --output, after re-checking DataVersions")
+
+
+def _handle(args: argparse.Namespace) -> int:
+    from container.cli import CliError
+
+    try:
+        job = importlib.import_module("spark_tools.offset_diff_job")
+        model = importlib.import_module("spark_tools.offset_diff_model")
+    except ImportError as exc:
+        raise CliError(f"offset-diff needs the spark extra (pip install 'relaymq[spark]'): {exc}", EXIT_ERROR) from None
+    try:
+        if args.apply:
+            import sys
+
+            return importlib.import_module("spark_tools.offset_apply").apply_plan(args.apply, out=sys.stdout)
+        return job.run(job.config_from_args(args, default_master=DEFAULT_MASTER))
+    except model.OffsetDiffInputError as exc:
+        raise CliError(f"offset-diff: {exc}", EXIT_ERROR) from None
 
 
 def register(subparsers, admin_subparsers) -> None:
-    return None
+    parser = subparsers.add_parser(
+        "offset-diff",
+        help="compare replicas' consumer offsets before a master rejoins (Spark)",
+        description="Per broker group and per (consumer group, topic, queue): how far replicas' committed offsets "
+                    "disagree, what RocketMQ's pre-online reverse sync would pick, the rollback each choice causes, "
+                    "and a safe merged plan. Exit 0 in sync, 1 error, 2 diverged but safe, 3 needs a human.",
+    )
+    _add_arguments(parser)
+    parser.set_defaults(handler=_handle)

@@ -92,11 +92,12 @@ def build_session(config: DiffConfig):
 
 def run(config: DiffConfig, spark=None, now_ms: int | None = None, out=None) -> int:
     """Load, diff, report, write; return the exit code.  Uses ``spark`` when given."""
-    from spark_tools.offset_diff_run import execute
+    from spark_tools.offset_diff_run import execute, read_snapshots
 
+    snapshots = read_snapshots(config) if config.snapshots else None  # bad files fail before the JVM starts
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     session = spark or build_session(config)
-    return execute(session, config, now_ms, out or sys.stdout)
+    return execute(session, config, now_ms, out or sys.stdout, snapshots)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,17 +32,22 @@ def _offsets_frame(spark, rows: list[tuple], schema):
     return spark.createDataFrame(frame, schema)
 
 
-def load_snapshots(spark, config) -> tuple[list[Replica], Any, Any]:
-    from spark_tools.offset_diff_spark import OFFSETS_SCHEMA
-
+def read_snapshots(config) -> tuple[list[Replica], list[tuple]]:
+    """Parse and validate every snapshot file on the driver, before any Spark work."""
     replicas, rows = [], []
     for spec in config.snapshots:
         replica, table = read_snapshot(spec, config.file_bytes_max)
         replicas.append(replica)
         rows.extend(flatten(replica, table))
     validate_replicas(replicas)
-    offsets = _offsets_frame(spark, rows, OFFSETS_SCHEMA)
-    return replicas, offsets, None
+    return replicas, rows
+
+
+def load_snapshots(spark, snapshots: tuple[list[Replica], list[tuple]]) -> tuple[list[Replica], Any, Any]:
+    from spark_tools.offset_diff_spark import OFFSETS_SCHEMA
+
+    replicas, rows = snapshots
+    return replicas, _offsets_frame(spark, rows, OFFSETS_SCHEMA), None
 
 
 def _replica_from_row(row) -> Replica:
@@ -101,12 +106,13 @@ def report(spark, config, replicas, detail, broker_ids, now_ms: int, out: TextIO
     return summary
 
 
-def execute(spark, config, now_ms: int, out: TextIO) -> int:
+def execute(spark, config, now_ms: int, out: TextIO, snapshots=None) -> int:
+    """``snapshots``: what read_snapshots returned (file input), None for parquet input."""
     from pyspark.errors import PySparkException
     from py4j.protocol import Py4JJavaError
 
     try:
-        loaded = load_parquet(spark, config) if config.input_parquet else load_snapshots(spark, config)
+        loaded = load_parquet(spark, config) if snapshots is None else load_snapshots(spark, snapshots)
         replicas, offsets, queues = loaded
         detail, broker_ids = compute(spark, config, replicas, offsets, queues)
         detail = detail.persist()

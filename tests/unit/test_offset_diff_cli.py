@@ -1,0 +1,100 @@
+"""`relaymq offset-diff` without a JVM: options, errors (exit 1, one line), apply's compare-and-set, report."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from container import cli, cli_offset_diff
+from metadata.consumer_offsets import loads
+from metadata.data_version import DataVersion
+from spark_tools import offset_diff_job
+from spark_tools.offset_apply import apply_plan
+from spark_tools.offset_diff_model import Replica, plan_group
+from spark_tools.offset_report import build_summary, render_console
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "offsets")
+
+
+def options(add) -> dict[str, tuple]:
+    parser = argparse.ArgumentParser()
+    add(parser)
+    return {a.dest: (tuple(a.option_strings), a.default, a.type) for a in parser._actions if a.dest != "help"}
+
+
+def test_cli_and_job_declare_the_same_options():
+    assert options(cli_offset_diff._add_arguments) == options(offset_diff_job.add_arguments)
+
+
+def test_stable_interface_parses():
+    args = cli.build_parser().parse_args(["offset-diff", "--snapshot", "a:0=x", "--snapshot", "a:1=y", "--output", "d", "--tolerance", "5"])
+    assert args.snapshot == ["a:0=x", "a:1=y"] and args.output == "d" and args.tolerance == 5 and callable(args.handler)
+
+
+def test_container_cli_does_not_import_spark_tools():
+    code = "import sys, container.cli as c; c.build_parser(); print(any(m.startswith(('spark_tools', 'pyspark')) for m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=os.path.dirname(FIXTURES) + "/../..")
+    assert result.stdout.strip() == "False", result.stderr
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["offset-diff"], "exactly one of them"),
+    (["offset-diff", "--snapshot", "a:0=" + os.path.join(FIXTURES, "truncated.json"), "--snapshot", "a:1=" + os.path.join(FIXTURES, "broker-a-slave.json")], "truncated.json"),
+    (["offset-diff", "--snapshot", "a:1=" + os.path.join(FIXTURES, "broker-a-slave.json")], "exactly one master"),
+    (["offset-diff", "--snapshot", "a:0=x", "--tolerance", "-1"], "--tolerance -1"),
+    (["offset-diff", "--snapshot", "a:0"], "GROUP:BROKER_ID=PATH"),
+    (["offset-diff", "--input-parquet", "/nonexistent/dir"], "not a directory"),
+    (["offset-diff", "--apply", "/nonexistent/dir"], "cannot read summary.json"),
+])
+def test_input_errors_exit_1_with_one_line(argv, fragment, capsys):
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert fragment in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def make_plan(tmp_path, counter_now: int):
+    master, slave = tmp_path / "m.json", tmp_path / "s.json"
+    master.write_text('{"dataVersion":{"counter":3,"stateVersion":0,"timestamp":1},"offsetTable":{"T@G":{0:5}}}')
+    slave.write_text('{"dataVersion":{"counter":%d,"stateVersion":0,"timestamp":1},"offsetTable":{"T@G":{0:9}}}' % counter_now)
+    plan_dir = tmp_path / "plan"
+    (plan_dir / "plan" / "g").mkdir(parents=True)
+    (plan_dir / "plan" / "g" / "consumerOffset.json").write_text('{"dataVersion":{"counter":6,"stateVersion":0,"timestamp":2},"offsetTable":{"T@G":{0:9}}}')
+    record = {"g": {"merged_data_version": {"counter": 6, "stateVersion": 0, "timestamp": 2}, "replicas": [
+        {"broker_id": 0, "source": str(master), "address": "", "data_version": {"counter": 3, "stateVersion": 0, "timestamp": 1}},
+        {"broker_id": 1, "source": str(slave), "address": "", "data_version": {"counter": 5, "stateVersion": 0, "timestamp": 1}}]}}
+    (plan_dir / "summary.json").write_text(json.dumps({"schema_version": 1, "plan": record}))
+    return plan_dir, master, slave
+
+
+def test_apply_writes_every_replica_when_nothing_moved(tmp_path, capsys):
+    plan_dir, master, slave = make_plan(tmp_path, counter_now=5)
+    assert cli.main(["offset-diff", "--apply", str(plan_dir)]) == 0
+    for path in (master, slave):
+        table = loads(path.read_text())
+        assert table.get("T", "G", 0) == 9 and table.data_version == DataVersion(0, 2, 6)
+    assert loads((tmp_path / "m.json.bak").read_text()).get("T", "G", 0) == 5
+
+
+def test_apply_refuses_when_a_replica_moved(tmp_path, capsys):
+    plan_dir, master, _ = make_plan(tmp_path, counter_now=8)
+    before = master.read_text()
+    assert apply_plan(str(plan_dir), out=sys.stdout) == 3
+    assert master.read_text() == before and "NOT APPLIED" in capsys.readouterr().out
+
+
+def test_console_top_k_total_equals_sum_of_rows():
+    replicas = [Replica("g", 0, "master", DataVersion(0, 0, 1)), Replica("g", 1, "slave", DataVersion(0, 0, 2))]
+    summary = build_summary([{"broker_group": "g", "keys_total": 3, "keys_diverged": 2, "keys_beyond_tolerance": 2,
+                              "rollback_if_master_wins": 30, "rollback_native": 0}], replicas,
+                            {"g": plan_group(replicas)}, 0, 0)
+    top = [{"broker_group": "g", "topic": "T", "group": "G", "queue_id": q, "master_offset": 1, "native_offset": 1 + r,
+            "safe_offset": 1 + r, "rollback_if_master_wins": r, "rollback_native": 0} for q, r in ((0, 20), (1, 10))]
+    text = render_console(summary, top, [])
+    total_line = next(line for line in text.splitlines() if line.strip().startswith("TOTAL"))
+    assert total_line.split()[-2:] == ["30", "0"]
+    assert summary["verdict"] == "DIVERGED" and summary["exit_code"] == 2
+    assert "DIVERGED: 1 broker groups, 3 queues" in text and "<- native reverse sync picks" in text

@@ -310,3 +310,17 @@ def test_auto_renew_receive_uses_the_configured_invisible_time(harness):
         assert delivery.invisible_until_ms == harness.clock.now_ms() + harness.config.pop_invisible_time_auto_renew_ms
         await harness.stop()
     run(scenario())
+
+
+def test_auto_create_topic_when_enabled(tmp_path):
+    harness = Harness(tmp_path, auto_create_topic_enable=True, default_topic_queue_nums=3)
+
+    async def scenario():
+        broker = await harness.start()
+        await harness.send("fresh")
+        assert broker.topic_table().topics["fresh"].write_queue_nums == 3
+        assert broker.status()["messageCount"] == 1
+        await harness.restart()
+        assert "fresh" in harness.broker.topic_table().topics  # persisted in topics.json
+        await harness.stop()
+    run(scenario())

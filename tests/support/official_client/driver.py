@@ -1,0 +1,185 @@
+"""Drive the official Python client: ``python driver.py SCENARIO --endpoint HOST:PORT ...``.
+
+Scenarios: produce (normal, fifo, delay), transaction (client commit/rollback plus an
+orphan answered through Telemetry), simple (receive/ack, nack redelivery, no-ack to DLQ),
+push (PushConsumer with an optional failing first delivery).  Every event is printed as
+``@@{json}``; the script exits 0 when its expectation was met before its deadline, 2 when
+not.  Imports only the official client and the standard library.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+
+from rocketmq import (ClientConfiguration, ConsumeResult, Credentials, FilterExpression, Message, MessageListener,
+                      Producer, PushConsumer, SimpleConsumer, TransactionChecker, TransactionResolution)
+
+
+_OUT = threading.Lock()
+
+
+def emit(event: str, **fields) -> None:
+    line = "@@" + json.dumps({"event": event, **fields}, sort_keys=True) + "\n"
+    with _OUT:  # consumer threads emit concurrently; keep one event per line
+        sys.stdout.write(line)
+        sys.stdout.flush()
+
+
+def config(args) -> ClientConfiguration:
+    return ClientConfiguration(args.endpoint, Credentials(), request_timeout=args.request_timeout)
+
+
+def new_message(topic: str, body: str, tag: str | None = None) -> Message:
+    message = Message()
+    message.topic = topic
+    message.body = body.encode()
+    if tag:
+        message.tag = tag
+    message.keys = f"key-{body}"
+    message.add_property("origin", "driver")
+    return message
+
+
+def produce(args) -> int:
+    producer = Producer(config(args), (args.topic,))
+    producer.startup()
+    try:
+        for index in range(args.count):
+            message = new_message(args.topic, f"{args.prefix}{index}", tag=args.tag)
+            if args.kind == "fifo":
+                message.message_group = f"group-{index % 2}"
+            if args.kind == "delay":
+                message.delivery_timestamp = int(time.time()) + args.delay_s
+            receipt = producer.send(message)
+            emit("sent", body=f"{args.prefix}{index}", message_id=receipt.message_id, offset=receipt.offset,
+                 recall_handle=getattr(receipt, "recall_handle", None) or "")
+        if args.kind == "delay" and args.recall:
+            handle = producer.recall_message(args.topic, receipt.recall_handle)
+            emit("recalled", message_id=handle)
+    finally:
+        producer.shutdown()
+    return 0
+
+
+class Checker(TransactionChecker):
+    def __init__(self):
+        self.checked: list[str] = []
+        self.event = threading.Event()
+
+    def check(self, message: Message) -> TransactionResolution:
+        self.checked.append(message.message_id)
+        emit("checked", message_id=message.message_id, body=message.body.decode())
+        self.event.set()
+        return TransactionResolution.COMMIT
+
+
+def transaction(args) -> int:
+    checker = Checker()
+    producer = Producer(config(args), (args.topic,), checker)
+    producer.startup()
+    try:
+        for body, action in (("commit", "commit"), ("rollback", "rollback"), ("orphan", None)):
+            tx = producer.begin_transaction()
+            receipt = producer.send(new_message(args.topic, body), tx)
+            emit("sent", body=body, message_id=receipt.message_id)
+            if action == "commit":
+                tx.commit()
+            elif action == "rollback":
+                tx.rollback()
+            if action:
+                emit(action, message_id=receipt.message_id)
+        ok = checker.event.wait(args.deadline_s)
+        time.sleep(0.5)  # let the checker's EndTransaction leave before shutdown
+        return 0 if ok else 2
+    finally:
+        producer.shutdown()
+
+
+def simple(args) -> int:
+    consumer = SimpleConsumer(config(args), args.group, {args.topic: FilterExpression(args.filter)}, await_duration=args.await_s)
+    consumer.startup()
+    acked, deadline, nacked = set(), time.monotonic() + args.deadline_s, set()
+    try:
+        while time.monotonic() < deadline and len(acked) < args.expect:
+            for message in consumer.receive(args.batch, args.invisible_s) or []:
+                body = message.body.decode()
+                emit("received", body=body, message_id=message.message_id, attempt=message.delivery_attempt,
+                     tag=message.tag, keys=list(message.keys or []), properties=dict(message.properties or {}),
+                     topic=message.topic, group=message.message_group)
+                if args.mode == "never-ack":
+                    continue
+                if args.mode == "nack-first" and body not in nacked:
+                    nacked.add(body)
+                    consumer.change_invisible_duration(message, 1)
+                    emit("nacked", body=body)
+                    continue
+                consumer.ack(message)
+                acked.add(body)
+                emit("acked", body=body)
+        return 0 if len(acked) >= args.expect or args.mode == "never-ack" else 2
+    finally:
+        consumer.shutdown()
+
+
+class Listener(MessageListener):
+    def __init__(self, fail_first: bool):
+        self.fail_first = fail_first
+        self.failed: set[str] = set()
+        self.done: set[str] = set()
+        self.lock = threading.Lock()
+
+    def consume(self, message: Message) -> ConsumeResult:
+        body = message.body.decode()
+        emit("received", body=body, attempt=message.delivery_attempt, group=message.message_group)
+        with self.lock:
+            if self.fail_first and body not in self.failed:
+                self.failed.add(body)
+                return ConsumeResult.FAILURE
+            self.done.add(body)
+        return ConsumeResult.SUCCESS
+
+
+def push(args) -> int:
+    listener = Listener(args.mode == "fail-first")
+    consumer = PushConsumer(config(args), args.group, listener, {args.topic: FilterExpression()})
+    consumer.startup()
+    emit("started")
+    deadline = time.monotonic() + args.deadline_s
+    try:
+        while time.monotonic() < deadline and len(listener.done) < args.expect:
+            time.sleep(0.1)
+        emit("done", consumed=sorted(listener.done))
+        return 0 if len(listener.done) >= args.expect else 2
+    finally:
+        consumer.shutdown()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("scenario", choices=["produce", "transaction", "simple", "push"])
+    parser.add_argument("--endpoint", required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--group", default="")
+    parser.add_argument("--kind", default="normal", choices=["normal", "fifo", "delay"])
+    parser.add_argument("--count", type=int, default=3)
+    parser.add_argument("--prefix", default="m")
+    parser.add_argument("--tag", default=None)
+    parser.add_argument("--filter", default="*")
+    parser.add_argument("--delay-s", type=int, default=2)
+    parser.add_argument("--recall", action="store_true")
+    parser.add_argument("--expect", type=int, default=1)
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--invisible-s", type=int, default=10)
+    parser.add_argument("--await-s", type=int, default=3)
+    parser.add_argument("--mode", default="ack")
+    parser.add_argument("--deadline-s", type=float, default=20)
+    parser.add_argument("--request-timeout", type=int, default=3)
+    args = parser.parse_args()
+    return {"produce": produce, "transaction": transaction, "simple": simple, "push": push}[args.scenario](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

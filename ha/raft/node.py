@@ -108,6 +108,10 @@ class RaftNode:
         low = max(low, self._log.first_index)
         return self._log.slice(low, high, max(high - low + 1, 1)) if high >= low else ()
 
+    def term_at(self, index: int) -> int | None:
+        """Term of the entry at index; None when compacted away or beyond the log."""
+        return self._log.term(index)
+
     def match_index(self, peer: NodeId) -> int | None:
         """The leader's view of a follower's match index, None when not leader."""
         progress = self._progress.get(peer)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from ha.raft.node import RaftNode
 from ha.raft.types import (
-    Entry, HardState, Message, NodeId, RaftConfig, Ready, RecoveredState, Snapshot,
+    Entry, HardState, Message, NodeId, RaftConfig, Ready, RecoveredState, Role, Snapshot,
 )
 
 
@@ -77,11 +77,13 @@ class NetworkOptions:
 class RaftNetwork:
     def __init__(self, ids: tuple[NodeId, ...], seed: int = 0,
                  options: NetworkOptions | None = None,
-                 apply: Callable[[NodeId, Entry], None] | None = None) -> None:
+                 apply: Callable[[NodeId, Entry], None] | None = None,
+                 on_ready: Callable[[NodeId, Ready], None] | None = None) -> None:
         self.ids = ids
         self.seed = seed
         self.options = options or NetworkOptions()
         self.apply_hook = apply
+        self.on_ready = on_ready  # sees each Ready before it is persisted
         self.storages: dict[NodeId, MemoryStorage] = {i: MemoryStorage() for i in ids}
         self.nodes: dict[NodeId, RaftNode | None] = {}
         self.applied: dict[NodeId, list[tuple[int, bytes]]] = {}
@@ -153,6 +155,8 @@ class RaftNetwork:
         sent: list[Message] = []
         while node is not None and node.has_ready():
             ready = node.ready()
+            if self.on_ready is not None:
+                self.on_ready(node_id, ready)
             self.storages[node_id].save(ready)
             for message in ready.messages:
                 if (message.src, message.dst) not in self.blocked:
@@ -223,7 +227,6 @@ class RaftNetwork:
         assert self.node(node_id).leader_id == node_id, f"{node_id} did not win"
 
     def leaders(self) -> list[NodeId]:
-        from ha.raft.types import Role
         return [i for i in self.up() if self.node(i).role is Role.LEADER]
 
     def compact(self, node_id: NodeId) -> None:

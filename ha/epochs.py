@@ -142,6 +142,17 @@ class EpochHistory:
         kept = tuple(e for e in self.entries if e.end_offset is None or e.end_offset > min_offset)
         return EpochHistory(kept)
 
+    def within(self, min_offset: int, max_offset: int) -> EpochHistory:
+        """Recovery: the history matching a log of [min_offset, max_offset) (open last entry).
+
+        Entries starting beyond the log's end are dropped (an empty epoch at the end is kept),
+        then those ending at or before its start.
+        """
+        kept = [e for e in self.entries if e.start_offset <= max_offset]
+        if kept:
+            kept[-1] = EpochEntry(kept[-1].epoch, kept[-1].start_offset, None)
+        return EpochHistory(tuple(kept)).truncate_prefix(min_offset)
+
     def closed_at(self, max_offset: int) -> EpochHistory:
         """The same history with the last entry ending at ``max_offset`` (the log's end)."""
         if not self.entries:

@@ -164,3 +164,10 @@ def test_truncate_suffix_and_prefix_keep_the_rules(steps, cut):
         if h.entry_for(offset) is not None:
             assert prefix.entry_for(offset) == h.entry_for(offset)
     assert EpochHistory.from_pairs(h.pairs()) == h
+
+
+def test_within_corrects_a_history_to_the_recovered_log():
+    h = history((1, 0), (2, 300), (3, 500), (4, 700))
+    assert h.within(0, 500).pairs() == ((1, 0), (2, 300), (3, 500))  # empty epoch 3 kept
+    assert h.within(0, 450).entries == (EpochEntry(1, 0, 300), EpochEntry(2, 300, None))
+    assert h.within(320, 450).pairs() == ((2, 300),)

@@ -1,0 +1,19 @@
+"""The committed generated code of our protos is what ``proto.generate`` produces now."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from proto.generate import PROTO_DIR, generate
+
+OURS = ("messaging_definition", "messaging_service")
+
+
+def test_committed_messaging_code_is_fresh(tmp_path):
+    produced = {p.name: p for p in generate(tmp_path)}
+    for stem in OURS:
+        for suffix in ("_pb2.py", "_pb2_grpc.py", "_pb2.pyi"):
+            name = stem + suffix
+            assert name in produced, f"{name} was not generated"
+            committed = PROTO_DIR / name
+            assert committed.exists(), f"{name} is not committed; run python -m proto.generate"
+            assert committed.read_bytes() == produced[name].read_bytes(), f"{name} is stale; run python -m proto.generate"

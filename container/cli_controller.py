@@ -80,9 +80,14 @@ async def serve_controller(config) -> None:
     handle = await start_controller(config)
     print(f"relaymq: controller {config.self_id} ready on {config.self_peer.host}:{handle.port} "
           f"(group {config.group}, store {config.store_path})", flush=True)
+    stopping = asyncio.ensure_future(stop.wait())
     try:
-        await stop.wait()
+        await asyncio.wait([stopping, handle.controller.driver.failed], return_when=asyncio.FIRST_COMPLETED)
+        if handle.controller.driver.failed.done():
+            raise CliError(f"controller {config.self_id}: raft loop crashed: "
+                           f"{handle.controller.driver.failed.exception()!r}", 1)
     finally:
+        stopping.cancel()
         log.info("stopping controller %s", config.self_id)
         await handle.stop()
 

@@ -95,6 +95,18 @@ class RaftDriver:
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"raft-{self.node.id}")
+        self._task.add_done_callback(self._ended)
+        self.failed = asyncio.get_running_loop().create_future()
+
+    def _ended(self, task: asyncio.Task) -> None:
+        if task.cancelled():
+            return
+        error = task.exception()
+        if error is not None:  # a bug: the member must not limp on without its Raft loop
+            log.critical("raft loop of node %s crashed", self.node.id, exc_info=error)
+            self._fail_pending(NotLeader(None))
+            if not self.failed.done():
+                self.failed.set_exception(error)
 
     async def stop(self) -> None:
         if self._task is not None:

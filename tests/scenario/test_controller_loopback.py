@@ -103,3 +103,58 @@ def test_three_members_elect_serve_redirect_and_recover(tmp_path):
                 await h.stop()
 
     asyncio.run(scenario())
+
+
+def test_embedded_in_a_given_server_and_watchers_see_role_changes(tmp_path):
+    """The nameserver path: services added to a server we do not own; the watch stream."""
+    import grpc
+
+    async def scenario():
+        (port,) = free_ports(1)
+        config = controller_config({"controllerDLegerPeers": f"n0-127.0.0.1:{port}", "controllerDLegerSelfId": "n0",
+                                    "controllerStorePath": str(tmp_path / "solo")}, "test")
+        server = grpc.aio.server()
+        server.add_insecure_port(f"127.0.0.1:{port}")
+        handle = await start_controller(config, server)
+        await server.start()
+        client = ControllerClient([f"127.0.0.1:{port}"])
+        try:
+            await wait_for(lambda: handle.controller.machine.serving, what="single member serving")
+            await join(client, "broker-w", 1)
+            stream = client.stub(f"127.0.0.1:{port}").WatchReplicaInfo(pb.WatchReplicaInfoRequest(
+                broker_name="broker-w"))
+            first = await stream.read()
+            assert first.view.broker_name == "broker-w" and first.view.master_broker_id == -1
+            reply = await client.call("ElectMaster", pb.ElectMasterRequest(cluster_name="c", broker_name="broker-w",
+                                                                           broker_id=1))
+            assert reply.status.code == Code.SUCCESS
+            notice = await asyncio.wait_for(stream.read(), 5)
+            assert (notice.view.master_broker_id, notice.view.master_epoch) == (1, 1)
+            stream.cancel()
+            assert handle.server is None  # not ours to stop
+        finally:
+            await client.close()
+            await handle.stop()
+            await server.stop(0)
+
+    asyncio.run(scenario())
+
+
+def test_bad_requests_are_answered_with_invalid_request(tmp_path):
+    async def scenario():
+        cfgs, addresses = configs(tmp_path)
+        handles = [await start_controller(c) for c in cfgs]
+        client = ControllerClient(addresses)
+        try:
+            await wait_for(lambda: serving(handles) or None, what="a serving leader")
+            reply = await client.call("RegisterBroker", pb.RegisterBrokerRequest(cluster_name="c", broker_name="",
+                                                                                 broker_id=1, broker_address="a"))
+            assert reply.status.code == Code.CONTROLLER_INVALID_REQUEST and "broker_name" in reply.status.remark
+            beat = await client.call("BrokerHeartbeat", pb.BrokerHeartbeatRequest(broker_name="b", broker_id=0))
+            assert beat.status.code == Code.CONTROLLER_INVALID_REQUEST
+        finally:
+            await client.close()
+            for h in handles:
+                await h.stop()
+
+    asyncio.run(scenario())

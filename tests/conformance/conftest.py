@@ -57,6 +57,18 @@ def _start_fake(tmp: Path):
     raise RuntimeError(f"test server did not start: {(tmp / 'server.log').read_text()[-2000:]}")
 
 
+def _create_topic(container, topic: str, kind: str, deadline_s: float = 30) -> None:
+    """Retry until the container's broker has registered at the nameserver (polled, with a deadline)."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        done = container.admin("update-topic", "--topic", topic, "--type", kind, "--namesrv", container.namesrv)
+        if done.returncode == 0:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"update-topic {topic} failed: {done.stderr[-1000:]}")
+        time.sleep(0.2)
+
+
 @pytest.fixture(scope="session")
 def relaymq(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("conformance")
@@ -66,8 +78,7 @@ def relaymq(tmp_path_factory):
         container = ContainerProcess(tmp / "data", extra=dict(SHORT)).start()
         try:
             for topic, kind in TOPICS.items():
-                done = container.admin("update-topic", "--topic", topic, "--type", kind, "--namesrv", container.namesrv)
-                assert done.returncode == 0, done.stderr
+                _create_topic(container, topic, kind)
             yield Target(container.endpoint, tmp)
         finally:
             container.stop()

@@ -1,0 +1,218 @@
+"""Client-protocol figures: send throughput and latency, batches, end to end, vs a bare echo.
+
+For 1 KiB messages, measured with a raw grpc.aio client over our generated stubs, in this
+process, against a server in another process:
+- send: one message per SendMessage (as the official clients send) with 1, 16 and 64
+  requests in flight: messages/s, p50 and p99 latency;
+- batch: SendMessage requests of 32 messages (16 in flight): messages/s;
+- end to end: send N, then receive (batch 32) and ack them all: messages/s;
+each under ASYNC_FLUSH and SYNC_FLUSH.  The same client drives a bare grpc.aio echo server
+(another process, same payload and concurrency) and the broker/echo ratio is printed.
+
+    .venv/bin/python bench/bench_broker.py                   # the real container
+    .venv/bin/python bench/bench_broker.py --target fake     # servicer over the in-memory fake
+Benchmarks print; they never fail on timing.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import grpc  # noqa: E402
+
+from proto import messaging_definition_pb2 as d  # noqa: E402
+from proto import messaging_service_pb2 as s  # noqa: E402
+from proto import messaging_service_pb2_grpc as g  # noqa: E402
+
+BODY = b"x" * 1024
+META = (("x-mq-client-id", f"bench@{os.getpid()}"), ("x-mq-language", "PYTHON"))
+ECHO_SERVER = """
+import asyncio, sys, grpc
+async def echo(request, context):
+    return request
+async def main():
+    server = grpc.aio.server(options=[("grpc.max_receive_message_length", 64 << 20)])
+    handler = grpc.unary_unary_rpc_method_handler(echo)
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("bench.Echo", {"Call": handler}),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    print("READY", port, flush=True)
+    await server.wait_for_termination()
+asyncio.run(main())
+"""
+
+
+def message(topic: str) -> d.Message:
+    system = d.SystemProperties(message_id=uuid.uuid4().hex.upper(), message_type=d.NORMAL, body_encoding=d.IDENTITY)
+    return d.Message(topic=d.Resource(name=topic), body=BODY, system_properties=system)
+
+
+def _ready_port(process: subprocess.Popen, what: str) -> int:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = process.stdout.readline().decode()
+        if line.startswith("READY"):
+            return int(line.split()[1])
+        if not line and process.poll() is not None:
+            break
+    raise RuntimeError(f"{what} did not start")
+
+
+def start_fake(topic: str) -> tuple[subprocess.Popen, str]:
+    process = subprocess.Popen([sys.executable, "-m", "tests.support.messaging_server", "--topic", f"{topic}=NORMAL"],
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    return process, f"127.0.0.1:{_ready_port(process, 'fake server')}"
+
+
+def start_container(topic: str, flush: str, data: Path):
+    from tests.support.container_process import ContainerProcess
+
+    container = ContainerProcess(data, brokers=[{"brokerName": "broker-a", "flushDiskType": flush}]).start()
+    deadline = time.monotonic() + 30
+    while True:  # the broker registers at the nameserver shortly after start
+        done = container.admin("update-topic", "--topic", topic, "--type", "NORMAL", "--namesrv", container.namesrv)
+        if done.returncode == 0:
+            return container, container.endpoint
+        if time.monotonic() > deadline:
+            container.stop()
+            raise RuntimeError(f"update-topic failed: {done.stderr[-500:]}")
+        time.sleep(0.2)
+
+
+async def closed_loop(call, concurrency: int, seconds: float, per_request: int = 1) -> dict:
+    latencies: list[float] = []
+    stop = time.perf_counter() + seconds
+
+    async def worker():
+        while time.perf_counter() < stop:
+            started = time.perf_counter()
+            await call()
+            latencies.append(time.perf_counter() - started)
+
+    began = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    elapsed = time.perf_counter() - began
+    ordered = sorted(latencies)
+    return {"msg_s": len(latencies) * per_request / elapsed, "p50_ms": 1000 * ordered[len(ordered) // 2],
+            "p99_ms": 1000 * ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], "requests": len(latencies)}
+
+
+async def bench_broker(endpoint: str, topic: str, seconds: float, e2e_count: int) -> dict:
+    results = {}
+    async with grpc.aio.insecure_channel(endpoint, options=[("grpc.max_receive_message_length", -1)]) as channel:
+        stub = g.MessagingServiceStub(channel)
+
+        async def send_one():
+            response = await stub.SendMessage(s.SendMessageRequest(messages=[message(topic)]), metadata=META)
+            assert response.status.code == d.OK, response.status
+
+        async def send_batch():
+            response = await stub.SendMessage(s.SendMessageRequest(messages=[message(topic) for _ in range(32)]), metadata=META)
+            assert response.status.code == d.OK, response.status
+
+        for concurrency in (1, 16, 64):
+            results[f"send c={concurrency}"] = await closed_loop(send_one, concurrency, seconds)
+        results["batch32 c=16"] = await closed_loop(send_batch, 16, seconds, per_request=32)
+        results["end-to-end"] = await end_to_end(stub, endpoint, topic, e2e_count)
+    return results
+
+
+async def end_to_end(stub, endpoint: str, topic: str, count: int) -> dict:
+    group = f"bench-{uuid.uuid4().hex[:8]}"
+    host, port = endpoint.rsplit(":", 1)
+    queue = d.MessageQueue(topic=d.Resource(name=topic), id=-1, broker=d.Broker(
+        name="broker-a", endpoints=d.Endpoints(scheme=d.IPv4, addresses=[d.Address(host=host, port=int(port))])))
+    began = time.perf_counter()
+    sem = asyncio.Semaphore(64)
+
+    async def send_one():
+        async with sem:
+            await stub.SendMessage(s.SendMessageRequest(messages=[message(topic)]), metadata=META)
+
+    await asyncio.gather(*(send_one() for _ in range(count)))
+    acked = 0
+    while acked < count:
+        request = s.ReceiveMessageRequest(group=d.Resource(name=group), message_queue=queue, batch_size=32,
+                                          filter_expression=d.FilterExpression(type=d.TAG, expression="*"))
+        request.invisible_duration.seconds = 60
+        request.long_polling_timeout.seconds = 5
+        got = [r.message async for r in stub.ReceiveMessage(request, metadata=META, timeout=10) if r.HasField("message")]
+        if not got:
+            break
+        entries = [s.AckMessageEntry(message_id=m.system_properties.message_id, receipt_handle=m.system_properties.receipt_handle)
+                   for m in got]
+        await stub.AckMessage(s.AckMessageRequest(group=d.Resource(name=group), topic=d.Resource(name=topic), entries=entries),
+                              metadata=META)
+        acked += len(got)
+    elapsed = time.perf_counter() - began
+    return {"msg_s": acked / elapsed, "acked": acked, "sent": count}
+
+
+async def bench_echo(seconds: float) -> dict:
+    process = subprocess.Popen([sys.executable, "-c", ECHO_SERVER], stdout=subprocess.PIPE)
+    try:
+        port = _ready_port(process, "echo server")
+        payload = s.SendMessageRequest(messages=[message("t")]).SerializeToString()
+        batch = s.SendMessageRequest(messages=[message("t") for _ in range(32)]).SerializeToString()
+        results = {}
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            call = channel.unary_unary("/bench.Echo/Call")
+            for concurrency in (1, 16, 64):
+                results[f"send c={concurrency}"] = await closed_loop(lambda: call(payload), concurrency, seconds)
+            results["batch32 c=16"] = await closed_loop(lambda: call(batch), 16, seconds, per_request=32)
+        return results
+    finally:
+        process.kill()
+        process.wait()
+
+
+def report(title: str, broker: dict, echo: dict) -> None:
+    print(f"\n== {title}")
+    print(f"{'case':<14}{'msg/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'echo msg/s':>12}{'broker/echo':>13}")
+    for case, figures in broker.items():
+        base = echo.get(case)
+        ratio = f"{figures['msg_s'] / base['msg_s']:.2f}" if base else "-"
+        print(f"{case:<14}{figures['msg_s']:>10.0f}{figures.get('p50_ms', float('nan')):>9.2f}"
+              f"{figures.get('p99_ms', float('nan')):>9.2f}{(base or {}).get('msg_s', float('nan')):>12.0f}{ratio:>13}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--target", choices=["container", "fake"], default="container")
+    parser.add_argument("--seconds", type=float, default=3.0, help="duration of each closed-loop case")
+    parser.add_argument("--e2e-count", type=int, default=2000)
+    args = parser.parse_args()
+    print(f"python {sys.version.split()[0]}, grpcio {grpc.__version__}, {os.cpu_count()} cpus, target={args.target}, "
+          f"{len(BODY)} B bodies, {args.seconds}s per case; client and server in separate processes")
+    echo = asyncio.run(bench_echo(args.seconds))
+    for flush in ("ASYNC_FLUSH", "SYNC_FLUSH"):
+        topic = f"bench-{flush.lower().replace('_', '-')}"
+        with tempfile.TemporaryDirectory() as tmp:
+            if args.target == "fake":
+                server, endpoint = start_fake(topic)
+                stop = lambda: (server.kill(), server.wait())  # noqa: E731
+            else:
+                server, endpoint = start_container(topic, flush, Path(tmp))
+                stop = server.stop
+            try:
+                figures = asyncio.run(bench_broker(endpoint, topic, args.seconds, args.e2e_count))
+            finally:
+                stop()
+        report(f"{flush} ({'fake broker: no disk' if args.target == 'fake' else 'container'})", figures, echo)
+        if args.target == "fake":
+            break
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""The Spark offset diff: plan shape, agreement with the plain-Python reference, outputs, exit codes."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import random
+
+import pytest
+
+from metadata.data_version import DataVersion
+from spark_tools.offset_diff_job import DiffConfig, run
+from spark_tools.offset_diff_model import Replica, ReplicaId, diff_tables
+from spark_tools.offset_diff_spark import OFFSETS_SCHEMA, QUEUES_SCHEMA, offset_diff, plan_frame, wide_offsets
+from spark_tools.offset_inputs import SnapshotSpec
+
+pytestmark = pytest.mark.spark
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "offsets")
+
+
+def spec(group: str, broker_id: int, name: str) -> SnapshotSpec:
+    return SnapshotSpec(group, broker_id, "master" if broker_id == 0 else "slave", os.path.join(FIXTURES, name))
+
+
+def shuffles(frame) -> int:
+    plan = frame._jdf.queryExecution().executedPlan().toString()
+    return sum(1 for line in plan.splitlines() if "Exchange" in line and "BroadcastExchange" not in line and "ReusedExchange" not in line)
+
+
+@pytest.mark.parametrize("replica_count", [2, 3])
+def test_plan_has_exactly_one_shuffle_whatever_the_replica_count(spark, replica_count):
+    replicas = [Replica("g", b, "master" if b == 0 else "slave", DataVersion()) for b in range(replica_count)]
+    rows = [("g", b, "T", "G", q, 10 + b) for b in range(replica_count) for q in range(2)]
+    detail = offset_diff(spark.createDataFrame(rows, OFFSETS_SCHEMA), plan_frame(spark, replicas), list(range(replica_count)))
+    assert shuffles(detail) == 1
+    assert "PythonUDF" not in detail._jdf.queryExecution().executedPlan().toString()
+
+
+def test_wide_offsets_is_one_row_per_key_with_a_column_per_replica(spark):
+    from pyspark.testing import assertDataFrameEqual
+
+    rows = [("g", 0, "T", "G", 0, 5), ("g", 1, "T", "G", 0, 7), ("g", 1, "T", "G", 1, 3), ("g", 0, "T", "H", -1, None)]
+    actual = wide_offsets(spark.createDataFrame(rows, OFFSETS_SCHEMA), [0, 1])
+    expected = spark.createDataFrame(
+        [("g", "T", "G", 0, 5, 7, True, True), ("g", "T", "G", 1, None, 3, True, True)],
+        "broker_group string, topic string, group string, queue_id int, offset_b0 bigint, offset_b1 bigint, entry_b0 boolean, entry_b1 boolean")
+    assertDataFrameEqual(actual, expected)
+
+
+def random_case(seed: int):
+    rng = random.Random(seed)
+    replicas, tables, rows = [], {}, []
+    for group in ("ga", "gb"):
+        for broker_id in range(3):
+            version = DataVersion(rng.randint(0, 1), rng.randint(0, 2), rng.randint(0, 2))
+            replicas.append(Replica(group, broker_id, "master" if broker_id == 0 else "slave", version))
+            table = {}
+            for topic, consumer in (("T", "G"), ("T", "H"), ("U", "G")):
+                if rng.random() < 0.8:
+                    table[(topic, consumer)] = {q: rng.randint(0, 50) for q in range(4) if rng.random() < 0.8}
+            tables[ReplicaId(group, broker_id)] = table
+            for (topic, consumer), queues in table.items():
+                rows += [(group, broker_id, topic, consumer, q, o) for q, o in queues.items()] or [(group, broker_id, topic, consumer, -1, None)]
+    return replicas, tables, rows
+
+
+def test_spark_agrees_with_the_plain_python_reference(spark):
+    replicas, tables, rows = [], {}, []
+    for seed in range(4):  # one Spark job over four independent cases, broker groups renamed per seed
+        case_replicas, case_tables, case_rows = random_case(seed)
+        rename = lambda name: f"{name}{seed}"  # noqa: E731
+        replicas += [Replica(rename(r.broker_group), r.broker_id, r.role, r.data_version) for r in case_replicas]
+        tables.update({ReplicaId(rename(k.broker_group), k.broker_id): v for k, v in case_tables.items()})
+        rows += [(rename(row[0]), *row[1:]) for row in case_rows]
+    limits = {(r.broker_group, "T", 0): 30 for r in replicas}
+    queues = spark.createDataFrame([(g, 0, t, q, 0, m) for (g, t, q), m in limits.items()], QUEUES_SCHEMA)
+    detail = offset_diff(spark.createDataFrame(rows, OFFSETS_SCHEMA), plan_frame(spark, replicas), [0, 1, 2], 3, queues)
+    got = {(r.broker_group, r.topic, r.group, r.queue_id): r for r in detail.collect()}
+    expected = diff_tables(replicas, tables, tolerance=3, queue_max=limits)
+    assert set(got) == {(k.broker_group, k.topic, k.group, k.queue_id) for k in expected.keys}
+    for key in expected.keys:
+        row = got[(key.broker_group, key.topic, key.group, key.queue_id)]
+        assert (row.status, row.spread, row.ahead_id, row.safe_offset, row.native_offset, row.master_offset,
+                row.rollback_native, row.rollback_if_master_wins, row.reset_conflict, row.beyond_max) == (
+            key.status, key.spread, key.ahead_id, key.safe_offset, key.native_offset, key.master_offset,
+            key.rollback_native, key.rollback_if_master_wins, key.reset_conflict, key.beyond_max), key
+    assert len({k.broker_group for k in expected.keys}) >= 6
+
+
+def test_fixtures_end_to_end_with_output(spark, tmp_path):
+    config = DiffConfig(snapshots=(spec("broker-a", 0, "broker-a-master.json"), spec("broker-a", 1, "broker-a-slave.json"),
+                                   spec("broker-b", 0, "broker-b-master.json"), spec("broker-b", 1, "broker-b-slave.json")),
+                        output=str(tmp_path))
+    out = io.StringIO()
+    assert run(config, spark=spark, now_ms=1_800_000_000_000, out=out) == 2
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["schema_version"] == 1 and summary["verdict"] == "DIVERGED"
+    assert (summary["keys_total"], summary["keys_diverged"], summary["keys_one_sided"]) == (11, 2, 2)
+    assert summary["broker_groups"]["broker-a"]["rollback_if_master_wins"] == 2500
+    assert summary["broker_groups"]["broker-a"]["rollback_native"] == 0
+    assert summary["broker_groups"]["broker-b"]["rollback_if_master_wins"] == 0
+    assert spark.read.parquet(str(tmp_path / "detail")).count() == 11  # in-sync keys too
+    plan_lines = (tmp_path / "plan.csv").read_text().splitlines()
+    assert len(plan_lines) == 12 and "broker-a,TopicOrders,GID_orders,0,37960,40210,40210,2250,0,diverged,raise" in plan_lines
+    from metadata.consumer_offsets import loads
+
+    merged = loads((tmp_path / "plan" / "broker-a" / "consumerOffset.json").read_text())
+    assert merged.get("TopicOrders", "GID_orders", 0) == 40210 and merged.data_version == DataVersion(0, 1_800_000_000_000, 6)
+    assert all((tmp_path / name).stat().st_size > 0 for name in ("rollback_distribution.png", "rollback_per_group.png"))
+    assert "DIVERGED: 2 broker groups, 11 queues" in out.getvalue()
+
+
+def test_in_sync_and_needs_human_exit_codes(spark, tmp_path):
+    in_sync = DiffConfig(snapshots=(spec("broker-b", 0, "broker-b-master.json"), spec("broker-b", 1, "broker-b-slave.json")))
+    assert run(in_sync, spark=spark, now_ms=0, out=io.StringIO()) == 0
+    reset = DiffConfig(snapshots=(spec("broker-c", 0, "broker-c-master-reset.json"), spec("broker-c", 1, "broker-c-slave.json")))
+    out = io.StringIO()
+    assert run(reset, spark=spark, now_ms=0, out=out) == 3 and out.getvalue().count("NEEDS_HUMAN") == 1
+    near = [tmp_path / "m.json", tmp_path / "s.json"]
+    near[0].write_text('{"offsetTable":{"T@G":{0:100}}}')
+    near[1].write_text('{"offsetTable":{"T@G":{0:104}}}')
+    specs = (SnapshotSpec("g", 0, "master", str(near[0])), SnapshotSpec("g", 1, "slave", str(near[1])))
+    assert run(DiffConfig(snapshots=specs, tolerance=4), spark=spark, now_ms=0, out=io.StringIO()) == 0
+    assert run(DiffConfig(snapshots=specs, tolerance=3), spark=spark, now_ms=0, out=io.StringIO()) == 2

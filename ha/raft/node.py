@@ -376,7 +376,8 @@ class RaftNode:
             # the timer, so a candidate with a short log cannot keep the rest silent
             self._become_follower(m.term, None, reset_timer=False)
         facts = VoterFacts(self.config.peers, self._term, self._vote, self._leader,
-                           self._in_lease(), self._log.last_index, self._log.last_term)
+                           self._in_lease(), self._log.last_index, self._log.last_term,
+                           self.id, self._role is Role.PRE_CANDIDATE)
         request = VoteRequest(m.src, m.term, m.index, m.log_term, pre_vote)
         reason = judge_vote(facts, request)
         if reason is None and not pre_vote:

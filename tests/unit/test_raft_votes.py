@@ -236,3 +236,15 @@ def test_single_node_elects_itself_immediately() -> None:
     node = _node(term=0, log_terms=(), peers=(1,))
     node.campaign()
     assert node.role is Role.LEADER and node.commit_index == 1
+
+
+def test_pre_candidates_with_equal_logs_let_the_lower_id_go_first() -> None:
+    node = _node(term=2, node_id=2, election_jitter_ticks=0)
+    node.campaign()
+    _drain(node)
+    assert node.role is Role.PRE_CANDIDATE
+    higher = _answer(node, MessageKind.PRE_VOTE, 3, 3, 2, 2)
+    lower = _answer(node, MessageKind.PRE_VOTE, 1, 3, 2, 2)
+    longer = _answer(node, MessageKind.PRE_VOTE, 3, 3, 3, 2)
+    assert higher.reject_reason is VoteRejection.ALREADY_VOTED
+    assert not lower.reject and not longer.reject

@@ -105,12 +105,13 @@ def load_container_config(path: Path | str, broker_paths: str | None = None,
     path = Path(path)
     document = load_config_file(path)
     keys = _container_keys(document)
+    ignored = set()
     for key in unknown_keys(keys, ContainerConfig, *also):
-        if key in IGNORED_ROCKETMQ_KEYS:
-            log.warning("%s: %s is a RocketMQ key RelayMQ ignores", path, key)
-        else:
+        if key not in IGNORED_ROCKETMQ_KEYS:
             raise ConfigError(str(path), key, "unknown key")
-    values = {k: v for k, v in keys.items() if k not in IGNORED_ROCKETMQ_KEYS}
+        log.warning("%s: %s is a RocketMQ key RelayMQ ignores", path, key)
+        ignored.add(key)
+    values = {k: v for k, v in keys.items() if k not in ignored}
     config = bind(ContainerConfig, values, str(path))
     if not config.store_path_root_dir.is_absolute():
         config = replace(config, store_path_root_dir=(Path.cwd() / config.store_path_root_dir).resolve())

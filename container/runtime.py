@@ -17,7 +17,10 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from prometheus_client import start_http_server
 
+from pathlib import Path
+
 from container.config import ContainerConfig
+from container.config_loader import load_config_file
 from container.directory import ContainerDirectory
 from container.hosted_broker import BrokerSpec, HostedBroker, check_unique, close_broker, open_broker
 from container.ports import check_ports_free
@@ -100,7 +103,8 @@ class BrokerContainer:
         from services.admin.service import add_admin_service
         from container.admin_adapter import ContainerAdmin
 
-        add_admin_service(self._internal_server, ContainerAdmin(self))
+        add_admin_service(self._internal_server, ContainerAdmin(self), on_topics_changed=self._topics_changed,
+                          load_config=lambda path: load_config_file(Path(path)))
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._internal_server)
         self.ports["admin"] = self._bind(self._internal_server, "listenPort", self.config.admin_bind_address, self.config.listen_port)
         await self._client_server.start()
@@ -156,6 +160,10 @@ class BrokerContainer:
             await self.registration.unregister(hosted)
         await close_broker(hosted)
         return True
+
+    async def _topics_changed(self, broker_name: str) -> None:
+        if self.registration is not None:
+            await self.registration.register_by_name(broker_name)
 
     def _refresh_store_metrics(self) -> None:
         for hosted in self.hosted.values():

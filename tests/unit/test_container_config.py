@@ -77,3 +77,9 @@ def test_ignored_rocketmq_keys_are_accepted(tmp_path):
 def test_defaults_are_the_quickstart_ports():
     config = bind(ContainerConfig, {}, "defaults")
     assert (config.grpc_server_port, config.namesrv_listen_port, config.listen_port) == (8081, 9876, 10911)
+
+
+def test_namesrv_addr_is_a_container_key_not_an_ignored_one(tmp_path):
+    path = write(tmp_path, "c.toml", 'namesrvAddr = "127.0.0.1:19876;127.0.0.1:29876"\n')
+    config, _, _ = load_container_config(path)
+    assert config.namesrv_addresses == ["127.0.0.1:19876", "127.0.0.1:29876"]

@@ -1,0 +1,50 @@
+"""The container as the admin service sees it (``services.admin.container_api``)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Mapping
+
+from container.config import BrokerEntry
+from container.config_loader import load_config_file
+from container.hosted_broker import bind_broker
+from metadata.config import ConfigError
+from services.admin.container_api import AddBrokerError, BrokerNotExistError
+from services.broker.admin_api import BrokerAdminApi
+
+if TYPE_CHECKING:
+    from container.runtime import BrokerContainer
+
+
+class ContainerAdmin:
+    def __init__(self, container: "BrokerContainer"):
+        self.container = container
+
+    def brokers(self) -> Mapping[str, BrokerAdminApi]:
+        return {key: hosted.broker for key, hosted in self.container.hosted.items()}
+
+    async def add_broker(self, config_path: str) -> str:
+        if not config_path.strip():
+            raise AddBrokerError("addBroker config path is empty")
+        try:
+            values = load_config_file(Path(config_path))
+            if not values:
+                raise AddBrokerError("addBroker properties empty")
+            spec = bind_broker(BrokerEntry(values, config_path), self.container.config)
+            hosted = await self.container.add_broker(spec)
+        except ConfigError as exc:
+            raise AddBrokerError(str(exc)) from None
+        except AddBrokerError:
+            raise
+        except Exception as exc:  # reported to the operator, as upstream does
+            raise AddBrokerError(f"start broker failed: {exc}") from None
+        return hosted.spec.canonical_name
+
+    async def remove_broker(self, cluster: str, broker_name: str, broker_id: int) -> None:
+        if not await self.container.remove_broker(cluster, broker_name, broker_id):
+            raise BrokerNotExistError()
+
+    def container_status(self) -> Mapping[str, object]:
+        return {
+            "clientEndpoint": f"{self.container.config.broker_container_ip}:{self.container.ports.get('client', 0)}",
+            "brokers": sorted(h.spec.canonical_name for h in self.container.hosted.values()),
+        }

@@ -1,0 +1,86 @@
+"""Keeping the nameserver told about the container's brokers.
+
+Rules:
+- Every broker is registered at start, re-registered every ``registerNameServerPeriod`` and
+  right after its topics change, and heartbeats every ``brokerHeartbeatInterval`` with its
+  topic DataVersion (a nameserver that lost it asks for a full registration).
+- Registration carries the container's admin address and its client endpoint: the route
+  answers clients with the endpoint of the container hosting each broker.
+- A nameserver that cannot be reached is logged, never fatal: brokers keep serving.
+"""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from container.hosted_broker import HostedBroker
+from metadata.route_types import BrokerIdentity
+from services.broker.api import QueueRoute
+from services.nameserver.client import NameserverClient, NameserverError
+from services.nameserver.queue_routes import queue_routes
+
+if TYPE_CHECKING:
+    from container.runtime import BrokerContainer
+
+log = logging.getLogger(__name__)
+
+
+def identity_of(hosted: HostedBroker) -> BrokerIdentity:
+    cluster, name, broker_id = hosted.spec.identity
+    return BrokerIdentity(cluster, name, broker_id)
+
+
+class Registration:
+    def __init__(self, container: "BrokerContainer"):
+        self.container = container
+        self.client = NameserverClient(container.config.namesrv_addresses)
+
+    @property
+    def admin_address(self) -> str:
+        return f"{self.container.config.admin_bind_address}:{self.container.ports['admin']}"
+
+    @property
+    def client_endpoint(self) -> str:
+        return f"{self.container.config.broker_container_ip}:{self.container.ports['client']}"
+
+    async def register(self, hosted: HostedBroker) -> None:
+        try:
+            await self.client.register_broker(identity_of(hosted), self.admin_address, self.client_endpoint,
+                                              hosted.broker.topic_table(),
+                                              heartbeat_timeout_ms=self.container.config.broker_not_active_timeout_ms)
+        except NameserverError as exc:
+            log.warning("registering %s with the nameserver failed: %s", hosted.spec.canonical_name, exc)
+
+    async def register_all(self) -> None:
+        for hosted in list(self.container.hosted.values()):
+            await self.register(hosted)
+
+    async def register_by_name(self, broker_name: str) -> None:
+        for hosted in list(self.container.hosted.values()):
+            if hosted.name == broker_name:
+                await self.register(hosted)
+
+    async def heartbeat_all(self) -> None:
+        for hosted in list(self.container.hosted.values()):
+            try:
+                needs = await self.client.heartbeat(identity_of(hosted), hosted.broker.topic_table().data_version)
+            except NameserverError as exc:
+                log.debug("heartbeat of %s failed: %s", hosted.spec.canonical_name, exc)
+                continue
+            if needs:
+                await self.register(hosted)
+
+    async def unregister(self, hosted: HostedBroker) -> None:
+        try:
+            await self.client.unregister(identity_of(hosted))
+        except NameserverError as exc:
+            log.warning("unregistering %s failed: %s", hosted.spec.canonical_name, exc)
+
+    async def unregister_all(self) -> None:
+        for hosted in list(self.container.hosted.values()):
+            await self.unregister(hosted)
+        await self.client.close()
+
+    async def query_route(self, topic: str) -> list[QueueRoute]:
+        route = await self.client.query_route(topic)
+        return [] if route is None else queue_routes(route)

@@ -1,0 +1,120 @@
+"""The master's side of one slave connection: handshake reply, resume point, batches.
+
+Rules:
+
+* The slave speaks first (its handshake); the master answers with its epoch history (at most
+  ``haMaxEpochEntries``, newest kept), max and min offsets and its last file's start.
+* The slave's first ack is its resume offset; it must lie in ``[min, max]`` of the master's
+  log (REQUEST_OUT_OF_RANGE otherwise).  Later acks only report progress (returned to the
+  driver for :class:`ha.replication.sync_state.SyncStateTracker`).
+* Batches come from :func:`ha.replication.transfer.plan_batch` (one epoch each); an empty
+  batch (heartbeat) goes out when nothing was sent for the heartbeat interval.
+* A connection silent for the housekeeping interval is closed (SLAVE_SILENT).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from ha.epochs import EpochHistory
+from ha.replication.messages import MasterHandshake, SlaveAck, SlaveHandshake, TransferBatch
+from ha.replication.transfer import BatchPlan, plan_batch
+
+
+class MasterSessionState(str, Enum):
+    WAIT_HANDSHAKE = "WAIT_HANDSHAKE"
+    WAIT_FIRST_ACK = "WAIT_FIRST_ACK"
+    TRANSFER = "TRANSFER"
+    CLOSED = "CLOSED"
+
+
+class MasterCloseReason(str, Enum):
+    UNEXPECTED_MESSAGE = "UNEXPECTED_MESSAGE"
+    REQUEST_OUT_OF_RANGE = "REQUEST_OUT_OF_RANGE"
+    NO_EPOCH_FOR_OFFSET = "NO_EPOCH_FOR_OFFSET"
+    SLAVE_SILENT = "SLAVE_SILENT"
+
+
+@dataclass(frozen=True)
+class MasterLogView:
+    epochs: EpochHistory
+    min_offset: int
+    max_offset: int
+    last_file_start: int
+    confirm_offset: int
+
+
+@dataclass(frozen=True)
+class MasterSettings:
+    batch_size_bytes: int = 32 * 1024
+    heartbeat_interval_ms: int = 5000
+    housekeeping_interval_ms: int = 20_000
+    max_epoch_entries: int = 1000
+
+
+class MasterSession:
+    def __init__(self, settings: MasterSettings, now_ms: int):
+        self.settings = settings
+        self.state = MasterSessionState.WAIT_HANDSHAKE
+        self.slave: SlaveHandshake | None = None
+        self.position = 0
+        self.ack_offset = 0
+        self.closed: MasterCloseReason | None = None
+        self._last_read_ms = now_ms
+        self._last_send_ms = now_ms
+
+    def on_handshake(self, message: SlaveHandshake, view: MasterLogView, now_ms: int) -> MasterHandshake | MasterCloseReason:
+        if self.state is not MasterSessionState.WAIT_HANDSHAKE:
+            return self._close(MasterCloseReason.UNEXPECTED_MESSAGE)
+        self._last_read_ms = now_ms
+        self.slave = message
+        self.state = MasterSessionState.WAIT_FIRST_ACK
+        pairs = view.epochs.pairs()[-self.settings.max_epoch_entries:]
+        return MasterHandshake(pairs, view.max_offset, view.min_offset, view.last_file_start)
+
+    def on_ack(self, ack: SlaveAck, view: MasterLogView, now_ms: int) -> int | MasterCloseReason | None:
+        """The acked offset to report to the tracker (None: nothing to report)."""
+        self._last_read_ms = now_ms
+        if self.state is MasterSessionState.WAIT_FIRST_ACK:
+            if not view.min_offset <= ack.max_offset <= view.max_offset:
+                return self._close(MasterCloseReason.REQUEST_OUT_OF_RANGE)
+            if plan_batch(view.epochs, ack.max_offset, view.max_offset, 1) is None:
+                return self._close(MasterCloseReason.NO_EPOCH_FOR_OFFSET)
+            self.position = ack.max_offset
+            self.state = MasterSessionState.TRANSFER
+        elif self.state is not MasterSessionState.TRANSFER:
+            return self._close(MasterCloseReason.UNEXPECTED_MESSAGE)
+        if ack.max_offset > self.ack_offset:
+            self.ack_offset = ack.max_offset
+            return ack.max_offset
+        return None
+
+    def next_batch(self, view: MasterLogView, now_ms: int) -> BatchPlan | MasterCloseReason | None:
+        """What to read and send now: a plan with bytes, a heartbeat (max_bytes 0), or None."""
+        if self.state is MasterSessionState.CLOSED:
+            return None
+        if now_ms - self._last_read_ms > self.settings.housekeeping_interval_ms:
+            return self._close(MasterCloseReason.SLAVE_SILENT)
+        if self.state is not MasterSessionState.TRANSFER:
+            return None
+        plan = plan_batch(view.epochs, self.position, view.max_offset, self.settings.batch_size_bytes)
+        if plan is None:
+            return self._close(MasterCloseReason.NO_EPOCH_FOR_OFFSET)
+        if plan.max_bytes == 0 and now_ms - self._last_send_ms < self.settings.heartbeat_interval_ms:
+            return None
+        return plan
+
+    def sent(self, plan: BatchPlan, payload: bytes, confirm_offset: int, now_ms: int) -> TransferBatch:
+        """Record that ``payload`` (read for ``plan``) goes out now; returns the batch to send."""
+        assert plan.start_offset == self.position and len(payload) <= plan.max_bytes, (plan, self.position)
+        self.position += len(payload)
+        self._last_send_ms = now_ms
+        return TransferBatch(plan.start_offset, plan.epoch, plan.epoch_start_offset, confirm_offset, payload)
+
+    def connection_lost(self) -> None:
+        self.state = MasterSessionState.CLOSED
+
+    def _close(self, reason: MasterCloseReason) -> MasterCloseReason:
+        self.state = MasterSessionState.CLOSED
+        self.closed = reason
+        return reason

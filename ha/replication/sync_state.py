@@ -1,0 +1,149 @@
+"""The master's view of its slaves: acks, SyncStateSet (SSS) shrink/expand, confirm offset.
+
+Rules (reference 4.7, issues #5663, #6662, #6728):
+
+* Each connected slave has an ack offset; acks <= 0 are ignored (a fresh connection's -1).
+* Caught-up tracking: a transfer records the master's max and the time; an ack reaching that
+  max marks the slave caught up at that time (now, if it equals the current max).  Learners
+  are never tracked and never join the set.
+* Expand: a connected non-learner outside the set whose ack >= confirm offset and >= the last
+  epoch's start is proposed for the set.  Shrink: members not caught up for
+  ``haMaxTimeSlaveNotCatchup``, members never seen, and disconnected members are proposed out.
+* A proposal is not the set: until the controller applies it (:meth:`apply_sync_state_set`),
+  the set used for acks and confirm is the **union** of the applied and proposed sets.
+* Confirm offset = min over set members (self = master max) of their acks; it **freezes**
+  while any member other than self is disconnected or has not acked on its connection yet
+  (stricter than upstream, which skips such members: #6728's -1 ack is ignored either way),
+  and never goes backwards.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SlaveProgress:
+    slave_id: int
+    learner: bool
+    connected: bool
+    ack_offset: int = 0
+    last_caught_up_ms: int | None = None
+    last_transfer_max: int = 0
+    last_transfer_ms: int = 0
+
+
+class SyncStateTracker:
+    def __init__(self, self_id: int, sync_state_set: frozenset[int], confirm_offset: int,
+                 max_time_not_caught_up_ms: int):
+        assert self_id in sync_state_set, (self_id, sync_state_set)
+        self.self_id = self_id
+        self.applied: frozenset[int] = sync_state_set
+        self.proposed: frozenset[int] | None = None
+        self.confirm_offset = confirm_offset
+        self.max_time_not_caught_up_ms = max_time_not_caught_up_ms
+        self.slaves: dict[int, SlaveProgress] = {}
+
+    # --- the set -------------------------------------------------------------------------------
+    @property
+    def sync_state_set(self) -> frozenset[int]:
+        return self.applied | self.proposed if self.proposed is not None else self.applied
+
+    @property
+    def synchronizing(self) -> bool:
+        return self.proposed is not None
+
+    def apply_sync_state_set(self, members: frozenset[int], master_max: int) -> None:
+        """The controller applied ``members``: adopt it, end synchronizing, recompute confirm."""
+        self.applied, self.proposed = members, None
+        self.recompute_confirm(master_max)
+
+    def _propose(self, members: frozenset[int]) -> frozenset[int] | None:
+        current = self.proposed if self.proposed is not None else self.applied
+        if members == current:
+            return None
+        self.proposed = members
+        return members
+
+    # --- slave events --------------------------------------------------------------------------
+    def slave_connected(self, slave_id: int, learner: bool) -> None:
+        old = self.slaves.get(slave_id)
+        self.slaves[slave_id] = SlaveProgress(slave_id, learner, True, 0,
+                                              old.last_caught_up_ms if old and not learner else None)
+
+    def slave_disconnected(self, slave_id: int) -> frozenset[int] | None:
+        """Drop the connection; a member is proposed out of the set (the proposal, if any)."""
+        old = self.slaves.get(slave_id)
+        if old is None:
+            return None
+        self.slaves[slave_id] = SlaveProgress(slave_id, old.learner, False, old.ack_offset, old.last_caught_up_ms)
+        current = self.proposed if self.proposed is not None else self.applied
+        return self._propose(current - {slave_id}) if slave_id in current else None
+
+    def on_transfer(self, slave_id: int, master_max: int, now_ms: int) -> None:
+        old = self.slaves[slave_id]
+        caught = now_ms if old.ack_offset >= master_max and not old.learner else old.last_caught_up_ms
+        self.slaves[slave_id] = SlaveProgress(slave_id, old.learner, old.connected, old.ack_offset,
+                                              caught, master_max, now_ms)
+
+    def on_ack(self, slave_id: int, offset: int, master_max: int, last_epoch_start: int,
+               now_ms: int) -> frozenset[int] | None:
+        """Record an ack; returns an expanded set to propose to the controller, if any."""
+        old = self.slaves.get(slave_id)
+        if old is None or offset <= 0 or not old.connected:
+            return None
+        caught = old.last_caught_up_ms
+        if not old.learner and offset >= old.last_transfer_max:
+            caught = now_ms if offset >= master_max else old.last_transfer_ms
+        self.slaves[slave_id] = SlaveProgress(slave_id, old.learner, True, max(old.ack_offset, offset), caught,
+                                              old.last_transfer_max, old.last_transfer_ms)
+        self.recompute_confirm(master_max)
+        current = self.proposed if self.proposed is not None else self.applied
+        if old.learner or slave_id in current:
+            return None
+        if offset >= self.confirm_offset and offset >= last_epoch_start:
+            return self._propose(current | {slave_id})
+        return None
+
+    def check_shrink(self, now_ms: int) -> frozenset[int] | None:
+        """Periodic: propose a set without members that fell behind or were never seen."""
+        current = self.proposed if self.proposed is not None else self.applied
+        keep = {self.self_id}
+        for member in current - {self.self_id}:
+            progress = self.slaves.get(member)
+            if progress is None or progress.last_caught_up_ms is None or not progress.connected:
+                continue
+            if now_ms - progress.last_caught_up_ms <= self.max_time_not_caught_up_ms:
+                keep.add(member)
+        return self._propose(frozenset(keep))
+
+    # --- confirm offset ------------------------------------------------------------------------
+    def recompute_confirm(self, master_max: int) -> int:
+        members = self.sync_state_set - {self.self_id}
+        if any(not self._connected(m) or self.slaves[m].ack_offset <= 0 for m in members):
+            return self.confirm_offset  # frozen (#6662; a connection without an ack yet, #6728)
+        candidate = min([master_max] + [self.slaves[m].ack_offset for m in members])
+        self.confirm_offset = max(self.confirm_offset, candidate)
+        return self.confirm_offset
+
+    def _connected(self, slave_id: int) -> bool:
+        progress = self.slaves.get(slave_id)
+        return progress is not None and progress.connected
+
+    def acked_replicas(self, offset: int, *, sync_state_set_only: bool) -> int:
+        """Replicas (self included) holding ``offset``: all connections, or set members only."""
+        members = self.sync_state_set
+        count = 1
+        for progress in self.slaves.values():
+            if progress.connected and progress.ack_offset >= offset:
+                if not sync_state_set_only or progress.slave_id in members:
+                    count += 1
+        return count
+
+    def all_members_acked(self, offset: int) -> bool:
+        """allAckInSyncStateSet: every set member other than self holds ``offset``."""
+        return all(self._connected(m) and self.slaves[m].ack_offset >= offset
+                   for m in self.sync_state_set - {self.self_id})
+
+    def in_sync_slaves(self, master_max: int, max_gap_bytes: int) -> int:
+        """RIP-34: connected slaves whose ack lags the master by less than the gap."""
+        return sum(1 for p in self.slaves.values() if p.connected and master_max - p.ack_offset < max_gap_bytes)

@@ -1,0 +1,128 @@
+"""SyncStateSet tracking, confirm offset rules (#6662, #6728, #5663) and the quorum decision."""
+from __future__ import annotations
+
+import pytest
+
+from ha.replication.config import BrokerRole, HaConfig
+from ha.replication.quorum import (ALL_IN_SYNC_STATE_SET, AckNow, AckWaits, PendingAck, QuorumRejection,
+                                   WaitForAcks, decide_controller_mode, decide_quorum_mode)
+from ha.replication.sync_state import SyncStateTracker
+from metadata.config import ConfigError, bind
+
+
+def tracker(members=(0, 1, 2)):
+    t = SyncStateTracker(0, frozenset(members), 0, 15_000)
+    for slave in members:
+        if slave:
+            t.slave_connected(slave, learner=False)
+    return t
+
+
+def test_confirm_is_the_min_ack_over_the_set_and_never_goes_back():
+    t = tracker()
+    t.on_ack(1, 500, 1000, 0, 1)
+    assert t.confirm_offset == 0  # slave 2 has not acked yet: frozen
+    t.on_ack(2, 300, 1000, 0, 2)
+    assert t.confirm_offset == 300
+    t.on_ack(2, 700, 1000, 0, 3)
+    assert t.confirm_offset == 500
+    t.on_ack(1, 200, 1000, 0, 4)  # a stale, lower ack
+    assert t.confirm_offset == 500
+
+
+def test_acks_at_or_below_zero_are_ignored():
+    t = tracker((0, 1))
+    t.on_ack(1, 400, 1000, 0, 1)
+    t.on_ack(1, -1, 1000, 0, 2)
+    t.on_ack(1, 0, 1000, 0, 3)
+    assert t.slaves[1].ack_offset == 400 and t.confirm_offset == 400
+
+
+def test_confirm_freezes_while_a_member_is_disconnected():
+    t = tracker()
+    t.on_ack(1, 400, 1000, 0, 1)
+    t.on_ack(2, 400, 1000, 0, 1)
+    assert t.slave_disconnected(2) == frozenset({0, 1})
+    assert t.sync_state_set == frozenset({0, 1, 2})  # union until the controller applies it
+    t.on_ack(1, 900, 1000, 0, 2)
+    assert t.confirm_offset == 400
+    t.apply_sync_state_set(frozenset({0, 1}), 1000)
+    assert t.confirm_offset == 900 and not t.synchronizing
+
+
+def test_expand_needs_the_confirm_offset_and_the_last_epoch_start():
+    t = SyncStateTracker(0, frozenset({0}), 0, 15_000)
+    t.slave_connected(1, learner=False)
+    t.recompute_confirm(800)  # alone in the set: confirm = master max
+    assert t.on_ack(1, 100, 800, 50, 1) is None      # below confirm
+    assert t.on_ack(1, 800, 1000, 900, 2) is None    # below the last epoch's start
+    assert t.on_ack(1, 950, 1000, 900, 3) == frozenset({0, 1})
+    assert t.synchronizing
+
+
+def test_learners_never_join_the_set():
+    t = SyncStateTracker(0, frozenset({0}), 0, 15_000)
+    t.slave_connected(7, learner=True)
+    assert t.on_ack(7, 1000, 1000, 0, 1) is None
+
+
+def test_shrink_removes_members_not_caught_up_or_never_seen():
+    t = tracker()
+    t.on_transfer(1, 1000, 10)
+    t.on_ack(1, 1000, 1000, 0, 20)
+    assert t.check_shrink(20 + 15_000) == frozenset({0, 1})  # 2 never caught up
+    assert t.check_shrink(20 + 15_001) == frozenset({0})
+
+
+def test_acked_replicas_counts_self_and_connections():
+    t = tracker()
+    t.on_ack(1, 500, 1000, 0, 1)
+    assert t.acked_replicas(500, sync_state_set_only=False) == 2
+    assert not t.all_members_acked(500)
+    t.on_ack(2, 600, 1000, 0, 1)
+    assert t.all_members_acked(500)
+
+
+def cfg(**values):
+    return bind(HaConfig, values, "test")
+
+
+def test_async_master_acks_at_once():
+    assert decide_controller_mode(cfg(), 1) == AckNow()
+    assert decide_quorum_mode(cfg(), 1, 0) == AckNow()
+
+
+def test_sync_master_with_too_few_in_sync_replicas_is_refused_at_once():
+    config = cfg(brokerRole="SYNC_MASTER", totalReplicas=3, inSyncReplicas=2, minInSyncReplicas=2)
+    assert decide_controller_mode(config, 1) is QuorumRejection.IN_SYNC_REPLICAS_NOT_ENOUGH
+    assert decide_controller_mode(config, 2) == WaitForAcks(2)
+    assert decide_quorum_mode(config, 3, 0) is QuorumRejection.IN_SYNC_REPLICAS_NOT_ENOUGH
+    assert decide_quorum_mode(config, 3, 1) == WaitForAcks(2)
+
+
+def test_auto_in_sync_replicas_lowers_the_need_down_to_the_minimum():
+    config = cfg(brokerRole="SYNC_MASTER", totalReplicas=3, inSyncReplicas=3, minInSyncReplicas=1,
+                 enableAutoInSyncReplicas="true")
+    assert decide_quorum_mode(config, 3, 0) == AckNow()
+    assert decide_quorum_mode(config, 3, 1) == WaitForAcks(2)
+
+
+def test_all_ack_in_sync_state_set():
+    config = cfg(brokerRole="SYNC_MASTER", totalReplicas=2, allAckInSyncStateSet="true")
+    assert decide_controller_mode(config, 1) == AckNow()
+    assert decide_controller_mode(config, 2) == WaitForAcks(ALL_IN_SYNC_STATE_SET)
+
+
+def test_ack_waits_complete_expire_and_are_bounded():
+    waits = AckWaits(limit=2)
+    assert waits.add(PendingAck(1, 100, 2, 3000)) is None
+    assert waits.add(PendingAck(2, 200, ALL_IN_SYNC_STATE_SET, 3000)) is None
+    assert waits.add(PendingAck(3, 300, 2, 3000)) is QuorumRejection.SLAVE_NOT_AVAILABLE
+    assert waits.satisfied(lambda offset: 2 if offset <= 150 else 1, lambda offset: False) == [1]
+    assert waits.expire(2999) == [] and waits.expire(3000) == [2]
+
+
+def test_config_refuses_impossible_replica_counts():
+    with pytest.raises(ConfigError):
+        cfg(totalReplicas=2, minInSyncReplicas=3)
+    assert cfg(brokerRole="SLAVE").broker_role is BrokerRole.SLAVE

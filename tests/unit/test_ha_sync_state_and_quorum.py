@@ -56,7 +56,7 @@ def test_expand_needs_the_confirm_offset_and_the_last_epoch_start():
     t.recompute_confirm(800)  # alone in the set: confirm = master max
     assert t.on_ack(1, 100, 800, 50, 1) is None      # below confirm
     assert t.on_ack(1, 800, 1000, 900, 2) is None    # below the last epoch's start
-    assert t.on_ack(1, 950, 1000, 900, 3) == frozenset({0, 1})
+    assert t.on_ack(1, 1000, 1000, 900, 3) == frozenset({0, 1})
     assert t.synchronizing
 
 

@@ -1,0 +1,73 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class SlaveHandshake(_message.Message):
+    __slots__ = ("slave_id", "sync_from_last_file", "async_learner")
+    SLAVE_ID_FIELD_NUMBER: _ClassVar[int]
+    SYNC_FROM_LAST_FILE_FIELD_NUMBER: _ClassVar[int]
+    ASYNC_LEARNER_FIELD_NUMBER: _ClassVar[int]
+    slave_id: int
+    sync_from_last_file: bool
+    async_learner: bool
+    def __init__(self, slave_id: _Optional[int] = ..., sync_from_last_file: _Optional[bool] = ..., async_learner: _Optional[bool] = ...) -> None: ...
+
+class SlaveAck(_message.Message):
+    __slots__ = ("max_offset",)
+    MAX_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    max_offset: int
+    def __init__(self, max_offset: _Optional[int] = ...) -> None: ...
+
+class SlaveFrame(_message.Message):
+    __slots__ = ("handshake", "ack")
+    HANDSHAKE_FIELD_NUMBER: _ClassVar[int]
+    ACK_FIELD_NUMBER: _ClassVar[int]
+    handshake: SlaveHandshake
+    ack: SlaveAck
+    def __init__(self, handshake: _Optional[_Union[SlaveHandshake, _Mapping]] = ..., ack: _Optional[_Union[SlaveAck, _Mapping]] = ...) -> None: ...
+
+class EpochEntry(_message.Message):
+    __slots__ = ("epoch", "start_offset")
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    START_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    epoch: int
+    start_offset: int
+    def __init__(self, epoch: _Optional[int] = ..., start_offset: _Optional[int] = ...) -> None: ...
+
+class MasterHandshake(_message.Message):
+    __slots__ = ("epochs", "max_offset", "min_offset", "last_file_start")
+    EPOCHS_FIELD_NUMBER: _ClassVar[int]
+    MAX_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    MIN_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LAST_FILE_START_FIELD_NUMBER: _ClassVar[int]
+    epochs: _containers.RepeatedCompositeFieldContainer[EpochEntry]
+    max_offset: int
+    min_offset: int
+    last_file_start: int
+    def __init__(self, epochs: _Optional[_Iterable[_Union[EpochEntry, _Mapping]]] = ..., max_offset: _Optional[int] = ..., min_offset: _Optional[int] = ..., last_file_start: _Optional[int] = ...) -> None: ...
+
+class TransferBatch(_message.Message):
+    __slots__ = ("start_offset", "epoch", "epoch_start_offset", "confirm_offset", "payload")
+    START_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_START_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    CONFIRM_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    start_offset: int
+    epoch: int
+    epoch_start_offset: int
+    confirm_offset: int
+    payload: bytes
+    def __init__(self, start_offset: _Optional[int] = ..., epoch: _Optional[int] = ..., epoch_start_offset: _Optional[int] = ..., confirm_offset: _Optional[int] = ..., payload: _Optional[bytes] = ...) -> None: ...
+
+class MasterFrame(_message.Message):
+    __slots__ = ("handshake", "batch")
+    HANDSHAKE_FIELD_NUMBER: _ClassVar[int]
+    BATCH_FIELD_NUMBER: _ClassVar[int]
+    handshake: MasterHandshake
+    batch: TransferBatch
+    def __init__(self, handshake: _Optional[_Union[MasterHandshake, _Mapping]] = ..., batch: _Optional[_Union[TransferBatch, _Mapping]] = ...) -> None: ...

@@ -93,6 +93,14 @@ async def leader_index(cluster: Cluster, timeout_s: float = 20.0) -> int:
     raise RuntimeError("no leader")
 
 
+async def current_term(cluster: Cluster) -> int:
+    client = ControllerClient(cluster.addresses)
+    try:
+        return (await client.metadata()).term
+    finally:
+        await client.close()
+
+
 def apply_request(name: str) -> pb.ApplyBrokerIdRequest:
     return pb.ApplyBrokerIdRequest(cluster_name="bench", broker_name=name, applied_broker_id=1,
                                    register_check_code=f"{name}:1;1")
@@ -181,8 +189,11 @@ async def main(args) -> None:
                 failovers.append(await failover_once(cluster, run))
                 print(f"  failover run {run}: {failovers[-1] * 1000:.0f} ms", flush=True)
                 await asyncio.sleep(args.settle_s)  # let the restarted member rejoin before the next kill
+            await asyncio.sleep(args.settle_s)
+            term_before = await current_term(cluster)
             rate = await ops_per_second(cluster, args.seconds, args.concurrency)
             elect = await elect_latencies(cluster, args.elections)
+            term_after = await current_term(cluster)
         finally:
             cluster.close()
     print(f"controller bench: 3 processes on 127.0.0.1, default timing, fsync on; python {sys.version.split()[0]}, "
@@ -191,6 +202,8 @@ async def main(args) -> None:
           f"p50 {statistics.median(failovers) * 1000:.0f} ms, p99 {percentile(failovers, 99) * 1000:.0f} ms, "
           f"max {max(failovers) * 1000:.0f} ms")
     print(f"committed ApplyBrokerId ops/s ({args.concurrency} callers, {args.seconds:.0f} s): {rate:.0f}")
+    print(f"leader elections during the load phases (term {term_before} -> {term_after}): "
+          f"{term_after - term_before}")
     print(f"electMaster latency, {len(elect)} elections: p50 {statistics.median(elect) * 1000:.1f} ms, "
           f"p99 {percentile(elect, 99) * 1000:.1f} ms")
 

@@ -23,6 +23,10 @@ from proto import controller_pb2_grpc as pb_grpc
 log = logging.getLogger(__name__)
 BATCH_MAX = 64
 SEND_TIMEOUT_S = 1.0
+# a restarted peer must be reachable again within a heartbeat or two, not after gRPC's
+# default reconnect backoff (up to 120 s), during which every batch would be dropped
+CHANNEL_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 100), ("grpc.min_reconnect_backoff_ms", 100),
+                   ("grpc.max_reconnect_backoff_ms", 1000)]
 
 
 def message_to_proto(message: Message, group: str) -> pb.RaftMessage:
@@ -55,7 +59,7 @@ class PeerSender:
         self.address = address
         self.group = group
         self._queue: asyncio.Queue = asyncio.Queue(maxsize=capacity)
-        self._channel = grpc.aio.insecure_channel(address)
+        self._channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
         self._stub = pb_grpc.RaftTransportStub(self._channel)
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"raft-send-{address}")
         self.dropped = 0

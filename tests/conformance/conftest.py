@@ -1,9 +1,9 @@
 """The RelayMQ server the conformance tests drive with the official client.
 
-``RELAYMQ_CONFORMANCE_TARGET=container`` starts the real container (``relaymq container -c``)
-with a tmp config and free ports and creates the topics with ``relaymq admin update-topic``;
-the default, ``fake``, starts ``tests.support.messaging_server`` (the servicer over the
-in-memory fake broker) in a subprocess.  Both get short minimum invisible and poll times so
+By default the real container (``relaymq container -c``) with a tmp config and free ports;
+topics and groups are created with ``relaymq admin update-topic`` / ``update-group``.
+``RELAYMQ_CONFORMANCE_TARGET=fake`` starts ``tests.support.messaging_server`` (the servicer
+over the in-memory fake broker) instead, to tell protocol bugs from broker bugs.  Both get short minimum invisible and poll times so
 the suite stays around a minute.
 """
 from __future__ import annotations
@@ -22,6 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DRIVER = ROOT / "tests" / "support" / "official_client" / "driver.py"
 TOPICS = {"c-normal": "NORMAL", "c-fifo": "FIFO", "c-delay": "DELAY", "c-tx": "TRANSACTION", "c-redo": "NORMAL",
           "c-dlq": "NORMAL", "c-push": "NORMAL", "c-pushfail": "NORMAL", "c-filter": "NORMAL"}
+# what tests.support.messaging_server's group rules give the fake broker
+GROUPS = {"fifo-g": ("--fifo", "--max-attempts", "2"), "dlq-g": ("--max-attempts", "2")}
 SHORT = {"minInvisibleTimeMillsForRecv": 1000, "grpcClientConsumerMinLongPollingTimeoutMillis": 1000}
 
 
@@ -57,28 +59,30 @@ def _start_fake(tmp: Path):
     raise RuntimeError(f"test server did not start: {(tmp / 'server.log').read_text()[-2000:]}")
 
 
-def _create_topic(container, topic: str, kind: str, deadline_s: float = 30) -> None:
+def _admin_until_ok(container, *args: str, deadline_s: float = 30) -> None:
     """Retry until the container's broker has registered at the nameserver (polled, with a deadline)."""
     deadline = time.monotonic() + deadline_s
     while True:
-        done = container.admin("update-topic", "--topic", topic, "--type", kind, "--namesrv", container.namesrv)
+        done = container.admin(*args, "--namesrv", container.namesrv)
         if done.returncode == 0:
             return
         if time.monotonic() > deadline:
-            raise AssertionError(f"update-topic {topic} failed: {done.stderr[-1000:]}")
+            raise AssertionError(f"admin {' '.join(args)} failed: {done.stderr[-1000:]}")
         time.sleep(0.2)
 
 
 @pytest.fixture(scope="session")
 def relaymq(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("conformance")
-    if os.environ.get("RELAYMQ_CONFORMANCE_TARGET", "fake") == "container":
+    if os.environ.get("RELAYMQ_CONFORMANCE_TARGET", "container") == "container":
         from tests.support.container_process import ContainerProcess
 
         container = ContainerProcess(tmp / "data", extra=dict(SHORT)).start()
         try:
             for topic, kind in TOPICS.items():
-                _create_topic(container, topic, kind)
+                _admin_until_ok(container, "update-topic", "--topic", topic, "--type", kind)
+            for group, options in GROUPS.items():
+                _admin_until_ok(container, "update-group", "--group", group, *options)
             yield Target(container.endpoint, tmp)
         finally:
             container.stop()

@@ -262,7 +262,10 @@ def receive_request(request, config: MessagingConfig, client_id: str, now_monoto
     topic = topic_name(request.message_queue.topic)
     if request.batch_size <= 0:
         raise reject(Code.BAD_REQUEST, "batch_size must be positive")
-    queue_id = request.message_queue.id if request.message_queue.id >= 0 else -1
+    # Like the reference proxy, pop from any queue of the topic on the named broker: the
+    # SimpleConsumer polls one route queue per call, round-robin, so honouring the id would
+    # leave a message in queue 0 unseen by seven polls out of eight.
+    queue_id = -1
     attempt_id = request.attempt_id if request.HasField("attempt_id") else ""
     if len(attempt_id) > 256 or has_control_character(attempt_id):
         raise reject(Code.BAD_REQUEST, "attempt_id is malformed")

@@ -7,6 +7,9 @@ Rules:
   a test keeps them equal).  ``--snapshot GROUP:BROKER_ID=PATH``, ``--output DIR`` and
   ``--tolerance N`` are a stable interface that scripts rely on.
 - The job runs in-process; with no ``--master`` it uses ``local[*]``.
+- ``--replica`` fetches live replicas first (services/offset_fetch.py, plain Python with
+  timeouts), then runs the job on the fetched parquet; a replica that cannot be fetched
+  is an error naming it, never a smaller diff.
 - Exit codes: 0 in sync, 1 tool or input error (a CliError), 2 diverged but safe,
   3 needs a human.
 """
@@ -32,6 +35,36 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--apply", metavar="PLAN_DIR", help="write a plan made with --output, after re-checking DataVersions")
 
 
+def _add_fetch_arguments(parser: argparse.ArgumentParser) -> None:
+    """Live replicas: fetched here, before Spark, into --input-parquet's layout."""
+    parser.add_argument("--replica", action="append", default=[], metavar="BROKER_GROUP@HOST:PORT",
+                        help="fetch one live replica through the broker admin API of its container (repeatable)")
+    parser.add_argument("--fetch-dir", metavar="DIR", help="where fetched parquet goes (default: OUTPUT/fetch, or a temporary folder)")
+    parser.add_argument("--fetch-timeout-ms", type=int, default=10_000, metavar="MS", help="per replica (default 10000)")
+    parser.add_argument("--fetch-concurrency", type=int, default=8, metavar="N", help="replicas fetched at once (default 8)")
+
+
+def _fetch(args: argparse.Namespace) -> str:
+    """Fetch --replica targets into flat parquet; return the folder for --input-parquet."""
+    import os
+    import tempfile
+    import time
+
+    from container.cli import CliError
+    from services.offset_fetch import AdminReplicaSource, FetchConfig, FetchError, ReplicaTarget, fetch_all, write_parquet
+
+    if args.snapshot or args.manifest or args.input_parquet:
+        raise CliError("offset-diff: --replica cannot be combined with --snapshot, --manifest or --input-parquet", EXIT_ERROR)
+    try:
+        config = FetchConfig(concurrency=args.fetch_concurrency, timeout_ms=args.fetch_timeout_ms).validate()
+        targets = [ReplicaTarget.parse(text) for text in args.replica]
+        result = fetch_all(targets, AdminReplicaSource(config), config)
+        folder = args.fetch_dir or (os.path.join(args.output, "fetch") if args.output else tempfile.mkdtemp(prefix="relaymq-offset-fetch-"))
+        return write_parquet(result, folder, int(time.time() * 1000))
+    except FetchError as exc:
+        raise CliError(f"offset-diff: {exc}", EXIT_ERROR) from None
+
+
 def _handle(args: argparse.Namespace) -> int:
     from container.cli import CliError
 
@@ -45,6 +78,8 @@ def _handle(args: argparse.Namespace) -> int:
             import sys
 
             return importlib.import_module("spark_tools.offset_apply").apply_plan(args.apply, out=sys.stdout)
+        if args.replica:
+            args.input_parquet = _fetch(args)
         return job.run(job.config_from_args(args, default_master=DEFAULT_MASTER))
     except model.OffsetDiffInputError as exc:
         raise CliError(f"offset-diff: {exc}", EXIT_ERROR) from None
@@ -59,4 +94,5 @@ def register(subparsers, admin_subparsers) -> None:
                     "and a safe merged plan. Exit 0 in sync, 1 error, 2 diverged but safe, 3 needs a human.",
     )
     _add_arguments(parser)
+    _add_fetch_arguments(parser)
     parser.set_defaults(handler=_handle)

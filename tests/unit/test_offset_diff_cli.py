@@ -98,3 +98,13 @@ def test_console_top_k_total_equals_sum_of_rows():
     assert total_line.split()[-2:] == ["30", "0"]
     assert summary["verdict"] == "DIVERGED" and summary["exit_code"] == 2
     assert "DIVERGED: 1 broker groups, 3 queues" in text and "<- native reverse sync picks" in text
+
+
+def test_replica_fetch_errors_are_one_line(capsys):
+    assert cli.main(["offset-diff", "--replica", "broker-a"]) == 1
+    assert "BROKER_GROUP@HOST:PORT" in capsys.readouterr().err
+    assert cli.main(["offset-diff", "--replica", "broker-a@127.0.0.1:1", "--fetch-timeout-ms", "2000"]) == 1
+    err = capsys.readouterr().err
+    assert "incomplete set of replicas: broker-a@127.0.0.1:1: UNAVAILABLE" in err and err.count("\n") == 1
+    assert cli.main(["offset-diff", "--replica", "broker-a@h:1", "--snapshot", "a:0=x"]) == 1
+    assert "cannot be combined" in capsys.readouterr().err

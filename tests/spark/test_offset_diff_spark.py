@@ -122,3 +122,19 @@ def test_in_sync_and_needs_human_exit_codes(spark, tmp_path):
     specs = (SnapshotSpec("g", 0, "master", str(near[0])), SnapshotSpec("g", 1, "slave", str(near[1])))
     assert run(DiffConfig(snapshots=specs, tolerance=4), spark=spark, now_ms=0, out=io.StringIO()) == 0
     assert run(DiffConfig(snapshots=specs, tolerance=3), spark=spark, now_ms=0, out=io.StringIO()) == 2
+
+
+def test_fetched_parquet_with_queue_bounds_flags_offsets_beyond_max(spark, tmp_path):
+    from metadata.consumer_offsets import ConsumerOffsetTable, OffsetKey
+    from services.offset_fetch import FetchedReplica, FetchResult, QueueRange, ReplicaTarget, write_parquet
+
+    def replica(broker_id: int, offset: int, queue_max: int) -> tuple:
+        table = ConsumerOffsetTable(DataVersion(0, 0, 4), {OffsetKey("T", "G"): {0: offset}})
+        return ReplicaTarget("broker-a", f"h:{broker_id}"), FetchedReplica(table, (QueueRange("T", 0, 0, queue_max),), "master" if broker_id == 0 else "slave", broker_id)
+
+    write_parquet(FetchResult((replica(0, 50, 60), replica(1, 70, 65)), ()), str(tmp_path), now_ms=1)
+    out = io.StringIO()
+    assert run(DiffConfig(input_parquet=str(tmp_path)), spark=spark, now_ms=0, out=out) == 3
+    assert "h:0" in out.getvalue() and "NEEDS_HUMAN" in out.getvalue()
+    write_parquet(FetchResult((replica(0, 50, 80), replica(1, 70, 80)), ()), str(tmp_path), now_ms=1)
+    assert run(DiffConfig(input_parquet=str(tmp_path)), spark=spark, now_ms=0, out=io.StringIO()) == 2

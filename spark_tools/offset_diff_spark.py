@@ -7,7 +7,8 @@ Rules (shared/reference/offset-diff.md, "the right Spark plan"):
   (``max(when(broker_id == b, offset))``): a single shuffle whatever the number of replicas.
   The rows are hash-partitioned by (broker group, topic, group) first, so the aggregation by
   queue and the window that asks "does this replica hold the topic@group entry at all"
-  (needed to model putAll's whole-entry replacement) reuse that one shuffle.
+  (needed to model putAll's whole-entry replacement) reuse that one shuffle.  Broker
+  groups never share a key, so the work partitions naturally.
 - The per-group reverse-sync plan is decided on the driver by
   :mod:`spark_tools.offset_diff_model` (a handful of rows) and broadcast.
 - Built-in functions only: no Python UDF anywhere in the hot path.
@@ -88,11 +89,16 @@ def plan_frame(spark: SparkSession, replicas: Sequence[Replica]) -> DataFrame:
 
 
 def wide_offsets(offsets: DataFrame, broker_ids: Sequence[int]) -> DataFrame:
-    """Long -> one row per key with one offset column per broker id (one shuffle)."""
+    """Long -> one row per key with one offset column per broker id (one shuffle).
+
+    Rows are partitioned by a 64-bit hash of (broker group, topic, group); the aggregation
+    by queue and the entry window both cluster on that hash plus the exact names, so they
+    reuse the one shuffle, and the window's sort compares the long first (prefix sort)."""
     aggregations = [F.max(F.when(F.col("broker_id") == broker_id, F.col("offset"))).alias(offset_col(broker_id)) for broker_id in broker_ids]
     aggregations += [F.max(F.col("broker_id") == broker_id).alias(_entry_col(broker_id)) for broker_id in broker_ids]
-    entry = Window.partitionBy("broker_group", "topic", "group")
-    grouped = offsets.repartition("broker_group", "topic", "group").groupBy(*KEY_COLUMNS).agg(*aggregations)
+    hashed = offsets.withColumn("entry_hash", F.xxhash64("broker_group", "topic", "group"))
+    grouped = hashed.repartition("entry_hash").groupBy("entry_hash", *KEY_COLUMNS).agg(*aggregations)
+    entry = Window.partitionBy("entry_hash", "broker_group", "topic", "group")
     with_entry = grouped.select(*KEY_COLUMNS, *(offset_col(b) for b in broker_ids),
                                 *(F.coalesce(F.max(_entry_col(b)).over(entry), F.lit(False)).alias(_entry_col(b)) for b in broker_ids))
     return with_entry.where(F.col("queue_id") != EMPTY_ENTRY_QUEUE_ID)

@@ -12,6 +12,7 @@ Rules:
 """
 from __future__ import annotations
 
+import datetime
 from typing import Any, Iterable, Mapping, Sequence
 
 from spark_tools.offset_diff_model import EXIT_CODES, GroupPlan, Replica, verdict
@@ -70,6 +71,13 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     return ["  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in cells]
 
 
+def _when(ms: int) -> str:
+    """A user-facing UTC timestamp (the fetch time, or the file's modification time)."""
+    if not ms:
+        return "-"
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _provenance(summary: Mapping[str, Any]) -> list[str]:
     lines = ["REPLICAS"]
     rows = []
@@ -79,8 +87,8 @@ def _provenance(summary: Mapping[str, Any]) -> list[str]:
         picked = "<- native reverse sync picks" if group["native_winner"] == replica["broker_id"] else ""
         rows.append((replica["broker_group"], replica["broker_id"], replica["role"],
                      f"{version['stateVersion']}/{version['counter']}/{version['timestamp']}",
-                     replica["address"] or replica["source"], picked))
-    return lines + _table(("broker_group", "id", "role", "dataVersion(state/counter/ts)", "source", ""), rows)
+                     replica["address"] or replica["source"], _when(replica["fetched_at_ms"]), picked))
+    return lines + _table(("broker_group", "id", "role", "dataVersion(state/counter/ts)", "source", "fetched/modified", ""), rows)
 
 
 def _groups(summary: Mapping[str, Any]) -> list[str]:

@@ -138,3 +138,13 @@ def test_fetched_parquet_with_queue_bounds_flags_offsets_beyond_max(spark, tmp_p
     assert "h:0" in out.getvalue() and "NEEDS_HUMAN" in out.getvalue()
     write_parquet(FetchResult((replica(0, 50, 80), replica(1, 70, 80)), ()), str(tmp_path), now_ms=1)
     assert run(DiffConfig(input_parquet=str(tmp_path)), spark=spark, now_ms=0, out=io.StringIO()) == 2
+
+
+def test_relaymq_offset_diff_entry_point_in_process(spark, tmp_path, capsys):
+    from container import cli
+
+    argv = ["offset-diff", "--manifest", os.path.join(FIXTURES, "manifest.json"), "--output", str(tmp_path / "out"), "--tolerance", "0"]
+    assert cli.main(argv) == 2
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["verdict"] == "DIVERGED" and summary["keys_diverged"] == 2
+    assert "REPLICAS" in capsys.readouterr().out

@@ -3,7 +3,7 @@
 Usage::
 
     .venv/bin/python bench/bench_offset_diff.py --replicas 2 3 --keys 100000 1000000 [10000000]
-        [--master 'local[*]'] [--output] [--workdir /tmp/relaymq-bench-offsets]
+        [--master 'local[*]'] [--driver-memory 4g] [--output] [--workdir /tmp/relaymq-bench-offsets]
 
 For each (R, N) it writes flat parquet in the fetch step's layout (not timed), then runs the
 job in a fresh process (a cold SparkSession each time) and prints wall seconds including
@@ -76,12 +76,13 @@ def _jvm_usage(spark) -> tuple[float, int]:
     return cpu, peak_kib * 1024
 
 
-def run_once(folder: str, master: str, output: str | None) -> dict:
+def run_once(folder: str, master: str, output: str | None, driver_memory: str | None = None) -> dict:
     """In a fresh process: time the job including session start."""
     from spark_tools import offset_diff_job as job
 
     started, cpu_started = time.perf_counter(), time.process_time()
-    config = job.DiffConfig(input_parquet=folder, master=master, output=output)
+    extra = (("spark.driver.memory", driver_memory),) if driver_memory else ()
+    config = job.DiffConfig(input_parquet=folder, master=master, output=output, extra_conf=extra)
     session = job.build_session(config)
     with open(os.devnull, "w") as sink:
         code = job.run(config, spark=session, out=sink)
@@ -99,12 +100,13 @@ def main() -> None:
     parser.add_argument("--keys", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--output", action="store_true", help="also write --output files (detail, plan, plots)")
+    parser.add_argument("--driver-memory", help="spark.driver.memory for the local session (default: Spark's 1g)")
     parser.add_argument("--workdir", default="/tmp/relaymq-bench-offsets")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         output = os.path.join(args.child, "out") if args.output else None
-        print(json.dumps(run_once(args.child, args.master, output)))
+        print(json.dumps(run_once(args.child, args.master, output, args.driver_memory)))
         return
     print(f"{'R':>2} {'N/replica':>11} {'rows':>11} {'wall_s':>8} {'cpu_s':>8} {'peak_MiB':>9} {'rows/s':>11} exit")
     for keys in args.keys:
@@ -113,6 +115,7 @@ def main() -> None:
             if not os.path.exists(os.path.join(folder, "replicas")):
                 generate(folder, replicas, keys)
             command = [sys.executable, __file__, "--child", folder, "--master", args.master] + (["--output"] if args.output else [])
+            command += ["--driver-memory", args.driver_memory] if args.driver_memory else []
             env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
             result = json.loads(subprocess.run(command, check=True, capture_output=True, text=True, env=env).stdout.strip().splitlines()[-1])
             rows = keys * replicas

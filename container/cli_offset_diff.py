@@ -16,6 +16,7 @@ Rules:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 
 DEFAULT_MASTER = "local[*]"
@@ -42,6 +43,7 @@ def _add_fetch_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fetch-dir", metavar="DIR", help="where fetched parquet goes (default: OUTPUT/fetch, or a temporary folder)")
     parser.add_argument("--fetch-timeout-ms", type=int, default=10_000, metavar="MS", help="per replica (default 10000)")
     parser.add_argument("--fetch-concurrency", type=int, default=8, metavar="N", help="replicas fetched at once (default 8)")
+    parser.add_argument("--driver-memory", metavar="SIZE", help="JVM heap of the in-process Spark driver, e.g. 4g (relaymq is the launcher here)")
 
 
 def _fetch(args: argparse.Namespace) -> str:
@@ -80,7 +82,10 @@ def _handle(args: argparse.Namespace) -> int:
             return importlib.import_module("spark_tools.offset_apply").apply_plan(args.apply, out=sys.stdout)
         if args.replica:
             args.input_parquet = _fetch(args)
-        return job.run(job.config_from_args(args, default_master=DEFAULT_MASTER))
+        config = job.config_from_args(args, default_master=DEFAULT_MASTER)
+        if args.driver_memory:
+            config = dataclasses.replace(config, extra_conf=config.extra_conf + (("spark.driver.memory", args.driver_memory),))
+        return job.run(config)
     except model.OffsetDiffInputError as exc:
         raise CliError(f"offset-diff: {exc}", EXIT_ERROR) from None
 

@@ -52,17 +52,24 @@ class ControllerClient:
         """Call ``method`` on the leader, following NOT_LEADER redirects."""
         deadline = time.monotonic() + self.deadline_s
         order = [a for a in [self.leader] if a] + self.addresses
-        cursor, last, last_error = 0, None, None
+        # A redirect is tried next, once; it is not inserted into `order`: inserting at the
+        # end made `cursor % len(order)` wrap to the first member, which was then asked
+        # again and again (without a pause) and the new leader never.
+        cursor, redirect, last, last_error = 0, None, None, None
         for attempt in range(self.attempts):
             if time.monotonic() >= deadline:
                 break
-            address = order[cursor % len(order)]
+            followed = redirect is not None
+            if followed:
+                address, redirect = redirect, None
+            else:
+                address = order[cursor % len(order)]
+                cursor += 1
             try:
                 reply = await getattr(self.stub(address), method)(
                     request, timeout=min(self.call_timeout_s, max(0.05, deadline - time.monotonic())))
             except grpc.aio.AioRpcError as exc:
                 last_error = f"{address}: {exc.code().name} {exc.details() or ''}".strip()
-                cursor += 1
                 await asyncio.sleep(self.retry_pause_s if cursor % len(order) == 0 else 0)
                 continue
             last = reply
@@ -70,10 +77,11 @@ class ControllerClient:
                 self.leader = address
                 return reply
             if reply.status.leader_address and reply.status.leader_address != address:
-                order.insert(cursor + 1, reply.status.leader_address)
+                if followed:  # members disagree on the leader (an election is on): pace the chase
+                    await asyncio.sleep(self.retry_pause_s)
+                redirect = reply.status.leader_address
             else:
                 await asyncio.sleep(self.retry_pause_s)
-            cursor += 1
         if last is not None:
             return last
         raise ControllerClientError(f"no controller answered ({last_error or 'deadline passed'})")

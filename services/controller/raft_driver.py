@@ -109,14 +109,17 @@ class RaftDriver:
                 self.failed.set_exception(error)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
-        self._fail_pending(NotLeader(None))
+        task, self._task = self._task, None
+        try:
+            if task is not None:
+                task.cancel()
+                try:
+                    await task
+                except asyncio.CancelledError:
+                    if asyncio.current_task().cancelling():
+                        raise  # our caller is cancelled too (a deadline): not ours to swallow
+        finally:
+            self._fail_pending(NotLeader(None))
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -124,14 +127,11 @@ class RaftDriver:
         next_tick = self._clock.monotonic_ms() + self._limits.tick_ms
         await self._drain_ready()
         while True:
-            timeout = max(0, next_tick - self._clock.monotonic_ms()) / 1000
-            try:
-                item = await asyncio.wait_for(self._inbox.get(), timeout)
+            item = await self._next_input(max(0, next_tick - self._clock.monotonic_ms()) / 1000)
+            if item is not None:
                 self._handle(item)
                 while not self._inbox.empty():
                     self._handle(self._inbox.get_nowait())
-            except asyncio.TimeoutError:
-                pass
             now = self._clock.monotonic_ms()
             while now >= next_tick:
                 self.node.tick()
@@ -139,6 +139,21 @@ class RaftDriver:
                 if now - next_tick > 10 * self._limits.tick_ms:  # stalled: don't burst ticks
                     next_tick = now + self._limits.tick_ms
             await self._drain_ready()
+
+    async def _next_input(self, timeout_s: float):
+        """The next inbox item, or None when ``timeout_s`` passes first.
+
+        Not ``asyncio.wait_for``: on Python 3.11 it returns the item and swallows a
+        cancellation that lands in the same loop iteration as a peer message (bpo-42130),
+        so ``stop()`` waited forever on a loop that kept running.  ``asyncio.timeout``
+        re-raises a cancellation that is not its own; a timeout that races the item leaves
+        the item in the queue (``Queue.get`` takes it only when it resumes).
+        """
+        try:
+            async with asyncio.timeout(timeout_s):
+                return await self._inbox.get()
+        except TimeoutError:
+            return None
 
     def _handle(self, item) -> None:
         kind, payload, future = item

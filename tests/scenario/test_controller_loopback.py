@@ -1,6 +1,7 @@
 """Three controller members in one process on 127.0.0.1: real gRPC, real Raft files.
 
-Not timed: every wait polls a condition with a deadline.
+Not timed: every wait polls a condition with a deadline, and each test has its own
+deadline (``run_scenario``), with pytest-timeout as the backstop should stopping hang.
 """
 from __future__ import annotations
 
@@ -16,6 +17,16 @@ from services.controller.config import controller_config
 from services.controller.server import start_controller
 
 Code = pb.ControllerStatus
+SCENARIO_DEADLINE_S = 30  # a healthy run takes 1-3 s; one wait below is 10-15 s at most
+pytestmark = pytest.mark.timeout(SCENARIO_DEADLINE_S + 15)
+
+
+def run_scenario(scenario, deadline_s: float = SCENARIO_DEADLINE_S) -> None:
+    """Run one test's scenario within its own deadline, so that a stall fails in seconds."""
+    async def bounded():
+        async with asyncio.timeout(deadline_s):
+            await scenario()
+    asyncio.run(bounded())
 
 
 def free_ports(count: int) -> list[int]:
@@ -102,7 +113,7 @@ def test_three_members_elect_serve_redirect_and_recover(tmp_path):
             for h in handles:
                 await h.stop()
 
-    asyncio.run(scenario())
+    run_scenario(scenario)
 
 
 def test_embedded_in_a_given_server_and_watchers_see_role_changes(tmp_path):
@@ -137,7 +148,7 @@ def test_embedded_in_a_given_server_and_watchers_see_role_changes(tmp_path):
             await handle.stop()
             await server.stop(0)
 
-    asyncio.run(scenario())
+    run_scenario(scenario)
 
 
 def test_bad_requests_are_answered_with_invalid_request(tmp_path):
@@ -157,4 +168,4 @@ def test_bad_requests_are_answered_with_invalid_request(tmp_path):
             for h in handles:
                 await h.stop()
 
-    asyncio.run(scenario())
+    run_scenario(scenario)

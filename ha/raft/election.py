@@ -4,8 +4,8 @@ Rules:
 - judge_vote decides one request from the voter's facts only; it returns None to
   grant or exactly one VoteRejection (DLedger's names, seed 002), checked in a fixed
   order so that the reason is the most important one.
-- Two pre-candidates with equal logs break the tie by node id (liveness only:
-  pre-votes change no durable state, so this cannot affect safety).
+- Two pre-candidates with equal logs campaigning for the same term break the tie by
+  node id (liveness only: pre-votes change no durable state, so this cannot affect safety).
 - tally maps the answers so far to a CampaignOutcome, or None while undecided.
   Votes are never counted twice: answers are keyed by voter.
 """
@@ -63,9 +63,12 @@ def judge_vote(voter: VoterFacts, request: VoteRequest) -> VoteRejection | None:
     if request.last_term == voter.last_term and request.last_index < voter.last_index:
         return VoteRejection.SMALL_LEDGER_END_INDEX
     if request.pre_vote and voter.pre_campaigning and request.candidate > voter.node_id \
+            and request.term == voter.term + 1 \
             and (request.last_term, request.last_index) == (voter.last_term, voter.last_index):
-        # two pre-candidates with equal logs: the lower id goes first, or they would
-        # both pass and split the real vote (ticks are coarse, timeouts collide often)
+        # two pre-candidates with equal logs for the same term: the lower id goes first, or
+        # they would both pass and split the real vote (ticks are coarse, timeouts collide
+        # often). Not across terms: a candidate a term ahead has voted for itself in ours and
+        # refuses our pre-vote, so refusing its pre-vote would leave neither able to win.
         return VoteRejection.ALREADY_VOTED
     return None
 

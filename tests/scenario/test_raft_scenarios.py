@@ -10,7 +10,8 @@ from hypothesis import given, settings, strategies as st
 from ha.raft.errors import InvalidCompaction, NotLeader, ProposalDropped
 from ha.raft.node import RaftNode
 from ha.raft.types import (
-    DropReason, Entry, Message, MessageKind, RaftConfig, Role, Snapshot, VoteRejection,
+    DropReason, Entry, HardState, Message, MessageKind, RaftConfig, RecoveredState, Role, Snapshot,
+    VoteRejection,
 )
 from tests.support.raft_network import NetworkOptions, RaftNetwork
 
@@ -170,3 +171,21 @@ def test_garbage_from_peers_never_raises_or_breaks_invariants(garbage, role) -> 
         assert node.applied_index <= node.commit_index <= node.last_index
         ready = node.ready()
         node.advance(ready)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_pre_candidates_a_term_apart_with_equal_logs_elect_a_leader(seed: int) -> None:
+    """The leader (1) crashed; 3 lost its vote in term 2 (its VOTE was dropped), 2 is in term 1.
+
+    The lower-id tie-break refused 3's pre-vote for term 3, and 3 (having voted for itself
+    in term 2) refused 2's pre-vote for term 2: both stayed pre-candidates forever.
+    """
+    net = RaftNetwork((1, 2, 3), seed=seed)
+    log = (Entry(1, 1, b""),)
+    for node_id, term, vote in ((2, 1, 1), (3, 2, 3)):
+        recovered = RecoveredState(HardState(term, vote, 1), None, log)
+        net.storages[node_id].hard_state, net.storages[node_id].entries = recovered.hard_state, list(log)
+        net.nodes[node_id] = RaftNode(net.config(node_id), random.Random(seed * 10 + node_id), recovered)
+    net.crash(1)
+    net.run(100)
+    assert net.leaders(), [(i, net.node(i).role, net.node(i).term) for i in net.up()]

@@ -248,3 +248,13 @@ def test_pre_candidates_with_equal_logs_let_the_lower_id_go_first() -> None:
     longer = _answer(node, MessageKind.PRE_VOTE, 3, 3, 3, 2)
     assert higher.reject_reason is VoteRejection.ALREADY_VOTED
     assert not lower.reject and not longer.reject
+
+
+def test_the_lower_id_tie_break_does_not_refuse_a_pre_candidate_a_term_ahead() -> None:
+    """3 campaigned in term 3 (voting for itself) and asks for term 4; 2 is in term 2."""
+    node = _node(term=2, node_id=2, election_jitter_ticks=0)
+    node.campaign()
+    _drain(node)
+    assert node.role is Role.PRE_CANDIDATE
+    ahead = _answer(node, MessageKind.PRE_VOTE, 3, 4, 2, 2)
+    assert not ahead.reject

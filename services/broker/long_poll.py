@@ -18,10 +18,13 @@ class Waiter:
         self._notifier = notifier
 
     async def wait(self, timeout_ms: int) -> bool:
+        # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation that
+        # races the event (bpo-42130), and a long poll must stop when the server stops.
         try:
-            await asyncio.wait_for(self.event.wait(), max(0, timeout_ms) / 1000)
+            async with asyncio.timeout(max(0, timeout_ms) / 1000):
+                await self.event.wait()
             return True
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
 
     def close(self) -> None:

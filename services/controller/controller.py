@@ -90,8 +90,9 @@ class Controller:
         except asyncio.QueueFull:
             raise ControllerUnavailable(ResponseCode.SYSTEM_ERROR, "controller request queue is full") from None
         try:
-            return await asyncio.wait_for(asyncio.shield(future), self.config.request_timeout_ms / 1000)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(self.config.request_timeout_ms / 1000):  # not wait_for: bpo-42130
+                return await asyncio.shield(future)
+        except TimeoutError:
             raise ControllerUnavailable(ResponseCode.SYSTEM_ERROR,
                                         f"not committed within {self.config.request_timeout_ms} ms") from None
 

@@ -6,8 +6,9 @@ Rules:
   Nothing is inferred.
 - Every offset row must belong to a known replica (parquet input is checked); the
   reverse-sync plan of each broker group is decided here from the replicas' DataVersions.
-- The detail is cached once; the summary, top-K, one-sided list and histograms are small
-  collections from it.
+- The detail is never cached whole: the console's rollups come from one pass that keeps
+  notable keys only (offset_rollups.compact); with ``--output`` the detail is written as
+  parquet once and re-read for the rollups and the plan files.
 - Spark failures become one clear line (exit code 1), never a traceback that could be
   mistaken for a result.
 """
@@ -86,21 +87,30 @@ def compute(spark, config, replicas: list[Replica], offsets, queues):
 
 
 def report(spark, config, replicas, detail, broker_ids, now_ms: int, out: TextIO) -> dict[str, Any]:
+    """With --output the detail is written once and re-read (columnar) for everything else;
+    without, one pass over the detail builds the small compact frame the console needs."""
     from spark_tools import offset_outputs, offset_rollups
     from spark_tools.offset_report import build_summary, render_console
 
-    plans = {name: plan_group(members) for name, members in validate_replicas(replicas).items()}
-    summary = build_summary(offset_rollups.collect_groups(detail), replicas, plans, config.tolerance, now_ms)
-    top = offset_rollups.top_rollbacks(detail, config.top_k)
-    one_sided = offset_rollups.one_sided_keys(detail, broker_ids, config.one_sided_limit)
-    out.write(render_console(summary, top, one_sided))
+    source = detail
     if config.output:
         os.makedirs(config.output, exist_ok=True)
         detail.write.mode("overwrite").parquet(os.path.join(config.output, "detail"))
-        summary["plan"] = offset_outputs.write_plan(detail, replicas, config.output, now_ms)
+        source = spark.read.parquet(os.path.join(config.output, "detail"))
+    compacted = offset_rollups.compact(source).persist()
+    try:
+        plans = {name: plan_group(members) for name, members in validate_replicas(replicas).items()}
+        summary = build_summary(offset_rollups.collect_groups(compacted), replicas, plans, config.tolerance, now_ms)
+        top = offset_rollups.top_rollbacks(compacted, config.top_k)
+        one_sided = offset_rollups.one_sided_keys(compacted, broker_ids, config.one_sided_limit)
+        histograms = {label: offset_rollups.rollback_histogram(compacted, column)
+                      for label, column in (("if master wins", "rollback_if_master_wins"), ("native", "rollback_native"))} if config.output else {}
+    finally:
+        compacted.unpersist()
+    out.write(render_console(summary, top, one_sided))
+    if config.output:
+        summary["plan"] = offset_outputs.write_plan(source, replicas, config.output, now_ms)
         offset_outputs.write_summary(summary, config.output)
-        histograms = {label: offset_rollups.rollback_histogram(detail, column)
-                      for label, column in (("if master wins", "rollback_if_master_wins"), ("native", "rollback_native"))}
         offset_outputs.write_plots(summary, histograms, config.output)
         out.write(f"wrote {config.output}: summary.json, detail/, plan.csv, plan/<group>/consumerOffset.json, 2 plots\n")
     return summary
@@ -115,11 +125,7 @@ def execute(spark, config, now_ms: int, out: TextIO, snapshots=None) -> int:
         loaded = load_parquet(spark, config) if snapshots is None else load_snapshots(spark, snapshots)
         replicas, offsets, queues = loaded
         detail, broker_ids = compute(spark, config, replicas, offsets, queues)
-        detail = detail.persist()
-        try:
-            summary = report(spark, config, replicas, detail, broker_ids, now_ms, out)
-        finally:
-            detail.unpersist()
+        summary = report(spark, config, replicas, detail, broker_ids, now_ms, out)
     except (PySparkException, Py4JJavaError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise OffsetDiffInputError(f"Spark job failed: {first}") from None

@@ -1,6 +1,10 @@
 """Small rollups of the per-key detail that the driver collects: DataFrame in, rows out.
 
 Rules:
+- The detail is never cached whole (materialising 10M wide rows costs more than computing
+  them): :func:`compact` keeps every notable key (not in sync, or beyond the queue's max)
+  as its own row and folds the clean in-sync keys into one counted row per broker group,
+  in the same pass.  Every rollup below reads the compact frame and weights by ``rows``.
 - Only summaries, top-K rows and histogram buckets reach the driver; never all keys
   (the plan files stream keys with ``toLocalIterator`` instead, see offset_outputs).
 - Top-K orders by the larger of the two rollbacks, then by key, so the report is stable.
@@ -17,15 +21,25 @@ from pyspark.sql.types import IntegerType
 
 from spark_tools.offset_diff_model import STATUS_DIVERGED, STATUS_IN_SYNC, STATUS_ONE_SIDED
 
+KEY_PARTS = ("topic", "group", "queue_id")
+
+
+def compact(detail: DataFrame) -> DataFrame:
+    """Notable keys one row each (``rows`` 1); clean in-sync keys one row per broker group."""
+    notable = (F.col("status") != STATUS_IN_SYNC) | F.col("beyond_max")
+    values = [name for name in detail.columns if name not in ("broker_group", *KEY_PARTS)]
+    return (detail.groupBy("broker_group", *(F.when(notable, F.col(name)).alias(name) for name in KEY_PARTS))
+            .agg(F.count(F.lit(1)).alias("rows"), *(F.first(name).alias(name) for name in values)))
+
 
 def _count(condition) -> Any:
-    return F.sum(condition.cast(IntegerType()))
+    return F.coalesce(F.sum(F.when(condition, F.col("rows"))), F.lit(0))
 
 
-def group_rollup(detail: DataFrame) -> DataFrame:
+def group_rollup(compacted: DataFrame) -> DataFrame:
     """One row per broker group with the counters offset_report.build_summary expects."""
-    return detail.groupBy("broker_group").agg(
-        F.count(F.lit(1)).alias("keys_total"),
+    return compacted.groupBy("broker_group").agg(
+        F.sum("rows").alias("keys_total"),
         _count(F.col("status") == STATUS_IN_SYNC).alias("keys_in_sync"),
         _count(F.col("status") == STATUS_DIVERGED).alias("keys_diverged"),
         _count(F.col("status") == STATUS_ONE_SIDED).alias("keys_one_sided"),
@@ -35,7 +49,7 @@ def group_rollup(detail: DataFrame) -> DataFrame:
         F.max("spread").alias("largest_gap"),
         _count(F.col("reset_conflict")).alias("reset_conflicts"),
         _count(F.col("beyond_max")).alias("beyond_max"),
-        _count(F.col("native_offset").isNull()).alias("native_dropped"),
+        _count(F.col("native_offset").isNull()).alias("native_dropped"),  # in-sync keys always have one
         F.max("native_behind").alias("native_behind"),
         F.max("native_ahead").alias("native_ahead"),
     )
@@ -67,5 +81,5 @@ def one_sided_keys(detail: DataFrame, broker_ids: list[int], limit: int) -> list
 def rollback_histogram(detail: DataFrame, column: str) -> dict[int, int]:
     """Power-of-ten bucket -> number of queues, for queues whose rollback is positive."""
     bucket = F.floor(F.log10(F.col(column))).cast(IntegerType())
-    rows = detail.where(F.col(column) > 0).groupBy(bucket.alias("bucket")).count().collect()
-    return {row["bucket"]: row["count"] for row in rows}
+    rows = detail.where(F.col(column) > 0).groupBy(bucket.alias("bucket")).agg(F.sum("rows").alias("queues")).collect()
+    return {row["bucket"]: row["queues"] for row in rows}

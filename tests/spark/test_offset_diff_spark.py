@@ -95,7 +95,8 @@ def test_fixtures_end_to_end_with_output(spark, tmp_path):
     assert run(config, spark=spark, now_ms=1_800_000_000_000, out=out) == 2
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["schema_version"] == 1 and summary["verdict"] == "DIVERGED"
-    assert (summary["keys_total"], summary["keys_diverged"], summary["keys_one_sided"]) == (11, 2, 2)
+    assert (summary["keys_total"], summary["keys_in_sync"], summary["keys_diverged"], summary["keys_one_sided"]) == (11, 7, 2, 2)
+    assert summary["native_dropped"] == 0 and summary["broker_groups"]["broker-b"]["keys_in_sync"] == 2
     assert summary["broker_groups"]["broker-a"]["rollback_if_master_wins"] == 2500
     assert summary["broker_groups"]["broker-a"]["rollback_native"] == 0
     assert summary["broker_groups"]["broker-b"]["rollback_if_master_wins"] == 0

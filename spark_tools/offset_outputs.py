@@ -88,9 +88,13 @@ def write_plots(summary: Mapping[str, Any], histograms: Mapping[str, Mapping[int
     buckets = sorted({bucket for histogram in histograms.values() for bucket in histogram})
     width = 0.8 / max(1, len(histograms))
     for index, (label, histogram) in enumerate(sorted(histograms.items())):
-        axis.bar([bucket + index * width for bucket in buckets], [histogram.get(bucket, 0) for bucket in buckets], width=width, label=label)
-    axis.set_xticks(buckets, [f"1e{bucket}" for bucket in buckets])
+        shift = (index - (len(histograms) - 1) / 2) * width
+        axis.bar([bucket + shift for bucket in buckets], [histogram.get(bucket, 0) for bucket in buckets], width=width, label=label)
+    axis.set_xticks(buckets, [f"[1e{bucket}, 1e{bucket + 1})" for bucket in buckets])
+    if buckets:
+        axis.set_xlim(min(buckets) - 0.6, max(buckets) + 0.6)
     axis.set_yscale("log")
+    axis.set_ylim(bottom=0.5)  # a bucket holding one queue stays visible
     axis.set_xlabel("per-queue rollback (messages, power-of-ten bucket)")
     axis.set_ylabel("queues")
     axis.set_title("Distribution of per-queue rollback")

@@ -102,7 +102,11 @@ def run(config: DiffConfig, spark=None, now_ms: int | None = None, out=None) -> 
 
     snapshots = read_snapshots(config) if config.snapshots else None  # bad files fail before the JVM starts
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-    session = spark or build_session(config)
+    try:
+        session = spark or build_session(config)
+    except Exception as exc:  # no Java, a bad master URL, a port clash: one line, exit 1
+        lines = str(exc).strip().splitlines()
+        raise OffsetDiffInputError(f"cannot start Spark: {lines[0] if lines else type(exc).__name__}") from None
     return execute(session, config, now_ms, out or sys.stdout, snapshots)
 
 

@@ -114,8 +114,3 @@ def flatten(replica: Replica, table: ConsumerOffsetTable) -> Iterable[tuple[str,
         for queue_id, offset in queues.items():
             yield replica.broker_group, replica.broker_id, key.topic, key.group, queue_id, offset
 
-
-def replica_row(replica: Replica) -> tuple:
-    version = replica.data_version
-    return (replica.broker_group, replica.broker_id, replica.role, version.state_version, version.counter,
-            version.timestamp_ms, replica.source, replica.address, replica.fetched_at_ms)

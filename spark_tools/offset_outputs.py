@@ -25,7 +25,6 @@ from typing import Any, Mapping, Sequence
 from pyspark.sql import DataFrame
 
 from metadata.consumer_offsets import ConsumerOffsetTable, OffsetKey
-from metadata.data_version import DataVersion
 from spark_tools.offset_diff_model import Replica, merged_data_version
 
 PLAN_COLUMNS = ("broker_group", "topic", "group", "queue_id", "master_offset", "native_offset", "safe_offset",
@@ -118,6 +117,3 @@ def write_plots(summary: Mapping[str, Any], histograms: Mapping[str, Mapping[int
     pyplot.close(figure)
     return paths
 
-
-def data_version_of(record: Mapping[str, int]) -> DataVersion:
-    return DataVersion.from_json(record, "summary.json plan")

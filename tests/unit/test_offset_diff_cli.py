@@ -108,3 +108,15 @@ def test_replica_fetch_errors_are_one_line(capsys):
     assert "incomplete set of replicas: broker-a@127.0.0.1:1: UNAVAILABLE" in err and err.count("\n") == 1
     assert cli.main(["offset-diff", "--replica", "broker-a@h:1", "--snapshot", "a:0=x"]) == 1
     assert "cannot be combined" in capsys.readouterr().err
+
+
+def test_spark_that_cannot_start_is_one_line_exit_1(monkeypatch, capsys):
+    def broken(config):
+        raise RuntimeError("[JAVA_GATEWAY_EXITED] Java gateway process exited before sending its port number.\nmore")
+
+    monkeypatch.setattr(offset_diff_job, "build_session", broken)
+    argv = ["offset-diff", "--snapshot", "broker-b:0=" + os.path.join(FIXTURES, "broker-b-master.json"),
+            "--snapshot", "broker-b:1=" + os.path.join(FIXTURES, "broker-b-slave.json")]
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert "cannot start Spark: [JAVA_GATEWAY_EXITED]" in err and err.count("\n") == 1

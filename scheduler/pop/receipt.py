@@ -46,6 +46,8 @@ def decode(text: object) -> ReceiptHandle | None:
         return None
     if f"{zlib.crc32(raw):08x}" != parts[2] or len(fields) != 4:
         return None
+    if base64.urlsafe_b64encode(raw).decode().rstrip("=") != parts[1]:
+        return None  # non-canonical base64 (stray padding bits): one handle has one spelling
     topic, queue_id, offset, seq = fields
     if not is_valid_topic_name(topic) or not all(_is_int(v) for v in (queue_id, offset, seq)):
         return None

@@ -4,7 +4,7 @@ Rules:
 - Snapshot files are parsed on the driver (metadata.consumer_offsets) and handed to Spark
   through Arrow with the explicit schema; fetched parquet is read with the same schema.
   Nothing is inferred.
-- Every offset row must belong to a known replica (parquet input is checked); the
+- Every offset row must belong to a known replica (checked in the diff's own pass); the
   reverse-sync plan of each broker group is decided here from the replicas' DataVersions.
 - The detail is never cached whole: the console's rollups come from one pass that keeps
   notable keys only (offset_rollups.compact); with ``--output`` the detail is written as
@@ -69,10 +69,6 @@ def load_parquet(spark, config) -> tuple[list[Replica], Any, Any]:
         raise OffsetDiffInputError(f"--input-parquet {base}: replicas/ holds no replica")
     validate_replicas(replicas)
     offsets = spark.read.schema(OFFSETS_SCHEMA).parquet(os.path.join(base, "offsets"))
-    known = {(replica.broker_group, replica.broker_id) for replica in replicas}
-    found = {(row[0], row[1]) for row in offsets.select("broker_group", "broker_id").distinct().collect()}
-    if found - known:
-        raise OffsetDiffInputError(f"--input-parquet {base}: offsets/ has rows of unknown replicas {sorted(found - known)}")
     queues_path = os.path.join(base, "queues")
     queues = spark.read.schema(QUEUES_SCHEMA).parquet(queues_path) if os.path.exists(queues_path) else None
     return replicas, offsets, queues
@@ -100,7 +96,11 @@ def report(spark, config, replicas, detail, broker_ids, now_ms: int, out: TextIO
     compacted = offset_rollups.compact(source).persist()
     try:
         plans = {name: plan_group(members) for name, members in validate_replicas(replicas).items()}
-        summary = build_summary(offset_rollups.collect_groups(compacted), replicas, plans, config.tolerance, now_ms)
+        groups = offset_rollups.collect_groups(compacted)
+        stray = sorted(row["broker_group"] for row in groups if row["stray_keys"])
+        if stray:
+            raise OffsetDiffInputError(f"offsets of replicas missing from the replica list, in broker groups {stray}")
+        summary = build_summary(groups, replicas, plans, config.tolerance, now_ms)
         top = offset_rollups.top_rollbacks(compacted, config.top_k)
         one_sided = offset_rollups.one_sided_keys(compacted, broker_ids, config.one_sided_limit)
         histograms = {label: offset_rollups.rollback_histogram(compacted, column)

@@ -12,6 +12,8 @@ Rules (shared/reference/offset-diff.md, "the right Spark plan"):
 - The per-group reverse-sync plan is decided on the driver by
   :mod:`spark_tools.offset_diff_model` (a handful of rows) and broadcast.
 - Built-in functions only: no Python UDF anywhere in the hot path.
+- Offsets of a replica missing from the replica table are not dropped: their keys come out
+  with ``stray`` set (checked in the same pass, no extra scan), and the run refuses them.
 - Semantics are those of :mod:`spark_tools.offset_diff_model`; tests compare the two.
 """
 from __future__ import annotations
@@ -70,6 +72,7 @@ def plan_schema(broker_ids: Sequence[int]) -> StructType:
               StructField("native_winner", IntegerType(), False), StructField("newest_id", IntegerType(), True),
               StructField("members", IntegerType(), False)]
     fields += [StructField(f"rank_b{broker_id}", IntegerType(), True) for broker_id in broker_ids]
+    fields += [StructField(f"member_b{broker_id}", BooleanType(), False) for broker_id in broker_ids]
     return StructType(fields)
 
 
@@ -79,7 +82,8 @@ def plan_rows(replicas: Iterable[Replica], broker_ids: Sequence[int]) -> list[tu
     for name, members in sorted(validate_replicas(replicas).items()):
         plan = plan_group(members)
         ranks = tuple(plan.adopt_rank(broker_id) for broker_id in broker_ids)
-        rows.append((name, plan.master_id, plan.native_winner, plan.newest_id, len(members), *ranks))
+        member = tuple(any(replica.broker_id == broker_id for replica in members) for broker_id in broker_ids)
+        rows.append((name, plan.master_id, plan.native_winner, plan.newest_id, len(members), *ranks, *member))
     return rows
 
 
@@ -96,10 +100,11 @@ def wide_offsets(offsets: DataFrame, broker_ids: Sequence[int]) -> DataFrame:
     reuse the one shuffle, and the window's sort compares the long first (prefix sort)."""
     aggregations = [F.max(F.when(F.col("broker_id") == broker_id, F.col("offset"))).alias(offset_col(broker_id)) for broker_id in broker_ids]
     aggregations += [F.max(F.col("broker_id") == broker_id).alias(_entry_col(broker_id)) for broker_id in broker_ids]
+    aggregations.append(F.max(~F.col("broker_id").isin(*broker_ids)).alias("unknown_id"))
     hashed = offsets.withColumn("entry_hash", F.xxhash64("broker_group", "topic", "group"))
     grouped = hashed.repartition("entry_hash").groupBy("entry_hash", *KEY_COLUMNS).agg(*aggregations)
     entry = Window.partitionBy("entry_hash", "broker_group", "topic", "group")
-    with_entry = grouped.select(*KEY_COLUMNS, *(offset_col(b) for b in broker_ids),
+    with_entry = grouped.select(*KEY_COLUMNS, *(offset_col(b) for b in broker_ids), "unknown_id",
                                 *(F.coalesce(F.max(_entry_col(b)).over(entry), F.lit(False)).alias(_entry_col(b)) for b in broker_ids))
     return with_entry.where(F.col("queue_id") != EMPTY_ENTRY_QUEUE_ID)
 
@@ -134,7 +139,7 @@ def diff_keys(wide: DataFrame, plans: DataFrame, broker_ids: Sequence[int], tole
     """Per key: spread, ahead replica, status, native and safe outcomes, rollbacks and flags."""
     offsets = [F.col(offset_col(b)) for b in broker_ids]
     present = sum((F.col(offset_col(b)).isNotNull().cast(IntegerType()) for b in broker_ids), F.lit(0))
-    joined = wide.join(F.broadcast(plans), "broker_group")
+    joined = wide.join(F.broadcast(plans), "broker_group", "left")  # unknown groups surface as stray keys
     step = joined.select(
         "*",
         _extreme(F.greatest, offsets).alias("safe_offset"),
@@ -148,8 +153,11 @@ def diff_keys(wide: DataFrame, plans: DataFrame, broker_ids: Sequence[int], tole
     spread = F.col("safe_offset") - F.col("min_offset")
     status = (F.when(F.col("replicas_holding") < F.col("members"), F.lit(STATUS_ONE_SIDED))
               .when(spread == 0, F.lit(STATUS_IN_SYNC)).otherwise(F.lit(STATUS_DIVERGED)))
+    stray = F.col("members").isNull() | F.col("unknown_id")
+    for broker_id in broker_ids:
+        stray = stray | (F.col(offset_col(broker_id)).isNotNull() & ~F.col(f"member_b{broker_id}"))
     return step.select(
-        *KEY_COLUMNS, *offsets, "master_id", "native_winner",
+        *KEY_COLUMNS, *offsets, "master_id", "native_winner", F.coalesce(stray, F.lit(True)).alias("stray"),
         status.alias("status"), spread.alias("spread"), _ahead(broker_ids).alias("ahead_id"),
         "safe_offset", "native_offset", "master_offset",
         (F.col("safe_offset") - F.col("native_offset")).alias("rollback_native"),

@@ -26,7 +26,7 @@ KEY_PARTS = ("topic", "group", "queue_id")
 
 def compact(detail: DataFrame) -> DataFrame:
     """Notable keys one row each (``rows`` 1); clean in-sync keys one row per broker group."""
-    notable = (F.col("status") != STATUS_IN_SYNC) | F.col("beyond_max")
+    notable = (F.col("status") != STATUS_IN_SYNC) | F.col("beyond_max") | F.col("stray")
     values = [name for name in detail.columns if name not in ("broker_group", *KEY_PARTS)]
     return (detail.groupBy("broker_group", *(F.when(notable, F.col(name)).alias(name) for name in KEY_PARTS))
             .agg(F.count(F.lit(1)).alias("rows"), *(F.first(name).alias(name) for name in values)))
@@ -52,6 +52,7 @@ def group_rollup(compacted: DataFrame) -> DataFrame:
         _count(F.col("native_offset").isNull()).alias("native_dropped"),  # in-sync keys always have one
         F.max("native_behind").alias("native_behind"),
         F.max("native_ahead").alias("native_ahead"),
+        _count(F.col("stray")).alias("stray_keys"),
     )
 
 

@@ -42,8 +42,9 @@ def test_wide_offsets_is_one_row_per_key_with_a_column_per_replica(spark):
     rows = [("g", 0, "T", "G", 0, 5), ("g", 1, "T", "G", 0, 7), ("g", 1, "T", "G", 1, 3), ("g", 0, "T", "H", -1, None)]
     actual = wide_offsets(spark.createDataFrame(rows, OFFSETS_SCHEMA), [0, 1])
     expected = spark.createDataFrame(
-        [("g", "T", "G", 0, 5, 7, True, True), ("g", "T", "G", 1, None, 3, True, True)],
-        "broker_group string, topic string, group string, queue_id int, offset_b0 bigint, offset_b1 bigint, entry_b0 boolean, entry_b1 boolean")
+        [("g", "T", "G", 0, 5, 7, False, True, True), ("g", "T", "G", 1, None, 3, False, True, True)],
+        "broker_group string, topic string, group string, queue_id int, offset_b0 bigint, offset_b1 bigint, unknown_id boolean, "
+        "entry_b0 boolean, entry_b1 boolean")
     assertDataFrameEqual(actual, expected)
 
 
@@ -146,3 +147,14 @@ def test_relaymq_offset_diff_entry_point_in_process(spark, tmp_path, capsys):
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["verdict"] == "DIVERGED" and summary["keys_diverged"] == 2
     assert "REPLICAS" in capsys.readouterr().out
+
+
+def test_offsets_of_unlisted_replicas_are_refused_not_dropped(spark):
+    from spark_tools.offset_rollups import collect_groups, compact
+
+    replicas = [Replica("g", 0, "master", DataVersion()), Replica("g", 1, "slave", DataVersion()), Replica("h", 0, "master", DataVersion())]
+    rows = [("g", 0, "T", "G", 0, 5), ("g", 1, "T", "G", 0, 5), ("g", 7, "T", "G", 1, 5),  # broker id 7 unknown
+            ("x", 0, "T", "G", 0, 5), ("h", 1, "T", "G", 0, 5), ("h", 0, "T", "G", 0, 5)]  # group x unknown; h has no id 1
+    detail = offset_diff(spark.createDataFrame(rows, OFFSETS_SCHEMA), plan_frame(spark, replicas), [0, 1])
+    stray = {row["broker_group"]: row["stray_keys"] for row in collect_groups(compact(detail))}
+    assert stray == {"g": 1, "h": 1, "x": 1}

@@ -3,7 +3,7 @@
 Usage::
 
     .venv/bin/python bench/bench_offset_diff.py --replicas 2 3 --keys 100000 1000000 [10000000]
-        [--master 'local[*]'] [--driver-memory 4g] [--output] [--workdir /tmp/relaymq-bench-offsets]
+        [--master 'local[*]'] [--driver-memory 4g (default)] [--output] [--workdir /tmp/relaymq-bench-offsets]
 
 For each (R, N) it writes flat parquet in the fetch step's layout (not timed), then runs the
 job in a fresh process (a cold SparkSession each time) and prints wall seconds including
@@ -100,7 +100,7 @@ def main() -> None:
     parser.add_argument("--keys", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--output", action="store_true", help="also write --output files (detail, plan, plots)")
-    parser.add_argument("--driver-memory", help="spark.driver.memory for the local session (default: Spark's 1g)")
+    parser.add_argument("--driver-memory", default="4g", help="spark.driver.memory for the local session (default 4g, as relaymq offset-diff)")
     parser.add_argument("--workdir", default="/tmp/relaymq-bench-offsets")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()

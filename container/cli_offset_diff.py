@@ -20,6 +20,7 @@ import dataclasses
 import importlib
 
 DEFAULT_MASTER = "local[*]"
+DEFAULT_DRIVER_MEMORY = "4g"  # 10M keys x 3 replicas: 94 s wall with 4g, 221 s with Spark's 1g (bench/)
 EXIT_ERROR = 1
 
 
@@ -43,7 +44,8 @@ def _add_fetch_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fetch-dir", metavar="DIR", help="where fetched parquet goes (default: OUTPUT/fetch, or a temporary folder)")
     parser.add_argument("--fetch-timeout-ms", type=int, default=10_000, metavar="MS", help="per replica (default 10000)")
     parser.add_argument("--fetch-concurrency", type=int, default=8, metavar="N", help="replicas fetched at once (default 8)")
-    parser.add_argument("--driver-memory", metavar="SIZE", help="JVM heap of the in-process Spark driver, e.g. 4g (relaymq is the launcher here)")
+    parser.add_argument("--driver-memory", default=DEFAULT_DRIVER_MEMORY, metavar="SIZE",
+                        help=f"JVM heap of the in-process Spark driver (default {DEFAULT_DRIVER_MEMORY}; Spark's own 1g spills at 10M keys)")
 
 
 def _fetch(args: argparse.Namespace) -> str:

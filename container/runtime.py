@@ -28,7 +28,7 @@ from container.registration import Registration
 from metadata.config import ConfigError
 from scheduler.clock import Clock, SystemClock
 from scheduler.periodic import PeriodicTasks
-from services.metrics import REGISTRY, STORE_SIZE
+from services.metrics import CONSUMER_LAG, REGISTRY, STORE_SIZE
 from services.messaging.config import MessagingConfig
 from services.messaging.server import add_messaging_services, server_options
 
@@ -80,7 +80,7 @@ class BrokerContainer:
         await self.registration.register_all()
         self.tasks.declare("register-brokers", self.config.register_period_ms, self.registration.register_all, self.config.register_period_ms)
         self.tasks.declare("heartbeat", self.config.heartbeat_interval_ms, self.registration.heartbeat_all, self.config.heartbeat_interval_ms)
-        self.tasks.declare("store-metrics", 5_000, self._refresh_store_metrics)
+        self.tasks.declare("store-metrics", 5_000, self._refresh_store_metrics, 1_000)
         self.tasks.start()
         log.info("container started: client endpoint %s:%d, admin %s:%d, brokers %s", self.config.broker_container_ip,
                  self.ports["client"], self.config.admin_bind_address, self.ports["admin"], ", ".join(self.hosted))
@@ -168,3 +168,9 @@ class BrokerContainer:
     def _refresh_store_metrics(self) -> None:
         for hosted in self.hosted.values():
             STORE_SIZE.labels(broker=hosted.name).set(hosted.store.disk_usage_bytes())
+            for group in hosted.broker.group_table().groups:
+                lag: dict[str, int] = {}
+                for row in hosted.broker.consumer_progress(group):
+                    lag[row.topic] = lag.get(row.topic, 0) + row.lag
+                for topic, value in lag.items():
+                    CONSUMER_LAG.labels(broker=hosted.name, group=group, topic=topic).set(value)

@@ -115,3 +115,37 @@ def test_bad_config_is_one_line_naming_file_and_key(tmp_path, text, key):
 def test_missing_config_file(tmp_path):
     result = relaymq("container", "-c", str(tmp_path / "nope.toml"))
     assert result.returncode == 2 and "file not found" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_metrics_endpoint_shows_sends_store_size_and_consumer_lag(tmp_path):
+    import urllib.request
+
+    from tests.support.container_process import free_port
+    from tests.support.raw_client import RawClient
+
+    metrics_port = free_port()
+    process = ContainerProcess(tmp_path / "data", extra={"metricsPromExporterPort": metrics_port}).start()
+    try:
+        create_topic(process, "metered")
+        assert process.admin("update-group", "--group", "metered-group", "--namesrv", process.namesrv).returncode == 0
+        client = RawClient(process.endpoint)
+        wait_for_route(client, "metered")
+        for index in range(5):
+            assert client.send("metered", f"m{index}".encode()).status.code == 20000
+        received = []
+        deadline = time.monotonic() + 15
+        while len(received) < 5 and time.monotonic() < deadline:
+            received += client.receive("metered-group", "metered", "broker-a", poll_s=5)  # delivered, not acked
+        client.close()
+        assert len(received) == 5
+        wanted = ('relaymq_messages_sent_total{broker="broker-a",topic="metered"} 5.0',
+                  'relaymq_consumer_lag_messages{broker="broker-a",group="metered-group",topic="metered"} 5.0')
+        deadline = time.monotonic() + 15
+        while True:
+            text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).read().decode()
+            if all(line in text for line in wanted) and "relaymq_store_size_bytes" in text:
+                break
+            assert time.monotonic() < deadline, [l for l in text.splitlines() if 'metered' in l or 'store_size' in l]
+            time.sleep(0.2)
+    finally:
+        process.kill()

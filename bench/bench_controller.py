@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -34,14 +33,7 @@ from services.controller.client import ControllerClient  # noqa: E402
 Code = pb.ControllerStatus
 
 
-def free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
+from tests.support.container_process import free_ports  # noqa: E402
 
 
 class Cluster:

@@ -8,17 +8,11 @@ The container binds it once with :func:`metadata.config.bind`; the broker trusts
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 
+from ha.replication.config import BrokerRole
 from metadata.config import config_field
 
 DAY_MS = 24 * 3600 * 1000
-
-
-class BrokerRole(str, Enum):
-    ASYNC_MASTER = "ASYNC_MASTER"
-    SYNC_MASTER = "SYNC_MASTER"
-    SLAVE = "SLAVE"
 
 
 @dataclass(frozen=True)

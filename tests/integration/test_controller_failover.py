@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,20 +19,13 @@ import pytest
 
 from proto import controller_pb2 as pb
 from services.controller.client import ControllerClient
+from tests.support.container_process import free_ports
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 Code = pb.ControllerStatus
 
 
-def free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
 
 
 class Group:

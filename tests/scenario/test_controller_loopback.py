@@ -6,7 +6,6 @@ deadline (``run_scenario``), with pytest-timeout as the backstop should stopping
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 
 import pytest
@@ -15,6 +14,7 @@ from proto import controller_pb2 as pb
 from services.controller.client import ControllerClient
 from services.controller.config import controller_config
 from services.controller.server import start_controller
+from tests.support.container_process import free_ports
 
 Code = pb.ControllerStatus
 SCENARIO_DEADLINE_S = 30  # a healthy run takes 1-3 s; one wait below is 10-15 s at most
@@ -29,14 +29,6 @@ def run_scenario(scenario, deadline_s: float = SCENARIO_DEADLINE_S) -> None:
     asyncio.run(bounded())
 
 
-def free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
 
 
 def configs(tmp_path, **extra):

@@ -24,6 +24,17 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free loopback ports (held open together so they differ)."""
+    sockets = [socket.socket() for _ in range(count)]
+    for probe in sockets:
+        probe.bind(("127.0.0.1", 0))
+    ports = [probe.getsockname()[1] for probe in sockets]
+    for probe in sockets:
+        probe.close()
+    return ports
+
+
 def toml_value(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"

@@ -44,6 +44,8 @@ class BrokerConfig:
     send_dedupe_window_ms: int = config_field("sendDedupeWindowMs", 60_000, minimum=0, unit="ms", doc="how long a message id is remembered to drop client retries")
     send_dedupe_max_entries: int = config_field("sendDedupeMaxEntries", 100_000, minimum=0, unit="entries", doc="bound of the send de-duplication LRU")
     clean_expired_interval_ms: int = config_field("cleanResourceInterval", 10_000, minimum=1, unit="ms", doc="period of the store retention clean")
+    slave_synchronize_period_ms: int = config_field("slaveSynchronizePeriod", 10_000, minimum=1, unit="ms", doc="period of a slave's metadata sync from its master (topics, groups, offsets, timer checkpoint)")
+    slave_synchronize_timeout_ms: int = config_field("slaveSynchronizeTimeoutMillis", 3_000, minimum=1, unit="ms", doc="deadline of one metadata fetch from the master")
 
     def __post_init__(self) -> None:
         if not isinstance(self.broker_role, BrokerRole):

@@ -49,7 +49,8 @@ class FlushService:
         self._thread.start()
 
     def wake(self) -> None:
-        self._wake.set()
+        if not self._wake.is_set():  # set() takes the condition's lock even when already set
+            self._wake.set()
 
     def reset(self, flushed_offset: int) -> None:
         """After a truncation: nothing above ``flushed_offset`` is flushed any more."""

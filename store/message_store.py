@@ -167,11 +167,13 @@ class MessageStore(Reader):
         self._pending.extend(pending)
         self._waiters.append((self._log.write_offset, waiter))
         self._flush.wake()
+        # a timer handle, not wait_for + shield (a task and two futures per put on the hot path)
+        timeout = self._loop.call_later(self.config.sync_flush_timeout_ms / 1000, _time_out, waiter,
+                                        self.config.sync_flush_timeout_ms)
         try:
-            await asyncio.wait_for(asyncio.shield(waiter), self.config.sync_flush_timeout_ms / 1000)
-        except asyncio.TimeoutError:
-            raise FlushTimeout(f"fdatasync did not finish within syncFlushTimeout "
-                               f"{self.config.sync_flush_timeout_ms} ms") from None
+            await waiter
+        finally:
+            timeout.cancel()
         return stored
 
     def _write(self, drafts: Sequence[MessageDraft]) -> tuple[list[StoredMessage], list[_Pending]]:
@@ -349,6 +351,11 @@ class MessageStore(Reader):
             for queue in self._queues.all():
                 queue.advance_min(self._log.min_offset)
         return len(doomed)
+
+
+def _time_out(waiter: asyncio.Future, timeout_ms: int) -> None:
+    if not waiter.done():
+        waiter.set_exception(FlushTimeout(f"fdatasync did not finish within syncFlushTimeout {timeout_ms} ms"))
 
 
 def _sealer(tail: bytes, draft: MessageDraft, queue_offset: int, now: int) -> Callable[[int], bytes]:

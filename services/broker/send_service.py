@@ -8,6 +8,9 @@ Rules:
 - DELAY needs a delivery timestamp at most ``maxDelayTimeMills`` ahead (else
   ILLEGAL_DELIVERY_TIME); one already due is stored directly.  TRANSACTION goes to the half
   topic.  Everything else is put as is.
+- Consecutive NORMAL and FIFO messages of one request are stored by one put (at most
+  ``maxBatchPut``): one write, one group-committed fdatasync, offsets in request order;
+  nothing of the run is stored if the store refuses any of it.
 - A message id answered recently is answered again from the de-duplication LRU (client
   retries), and a send still in progress with the same id is awaited, not duplicated.
 """
@@ -17,7 +20,7 @@ import asyncio
 import zlib
 from typing import Sequence
 
-from metadata.message import MessageType, Prop
+from metadata.message import MessageDraft, MessageType, Prop
 from metadata.status import Code, RequestRejected
 from metadata.topic_config import TopicConfig
 from services.broker.api import SendItem, SendOutcome
@@ -28,6 +31,9 @@ from services.broker.timer_service import TimerService
 from services.broker.topics import TopicManager
 from services.broker.transaction_service import TransactionService
 from store.errors import StoreError
+
+
+_PLAIN = frozenset({MessageType.NORMAL, MessageType.FIFO})  # stored as they are, so a request's share one put
 
 
 def fifo_queue(message_group: str, write_queues: int) -> int:
@@ -41,10 +47,65 @@ class SendService:
         self.topics, self.timer, self.transactions = topics, timer, transactions
         self.dedupe: SendDedupe[SendOutcome] = SendDedupe(config.send_dedupe_window_ms, config.send_dedupe_max_entries)
         self._round_robin: dict[str, int] = {}
-        self._in_progress: dict[tuple[str, str], asyncio.Future] = {}
+        # (topic, message id) -> (the put's future of outcomes, this id's index in it)
+        self._in_progress: dict[tuple[str, str], tuple[asyncio.Future, int]] = {}
 
     async def send(self, items: Sequence[SendItem]) -> list[SendOutcome]:
-        return [await self._send_deduplicated(item) for item in items]
+        """Consecutive plain messages share one store put (one write, one fdatasync); the rest
+        (DELAY, TRANSACTION, ids already answered or in progress) go one by one, in order."""
+        outcomes: list[SendOutcome] = []
+        run: list[SendItem] = []
+        for item in items:
+            if self._joins_run(item, run):
+                run.append(item)
+                continue
+            outcomes += await self._put_run(run)
+            run = []
+            if self._joins_run(item, run):
+                run.append(item)
+            else:
+                outcomes.append(await self._send_deduplicated(item))
+        outcomes += await self._put_run(run)
+        return outcomes
+
+    def _joins_run(self, item: SendItem, run: list[SendItem]) -> bool:
+        if item.message_type not in _PLAIN or len(run) >= self.store.config.max_batch_put:
+            return False
+        message_id = item.draft.message_id
+        if not message_id:
+            return True
+        key = (item.draft.topic, message_id)
+        if key in self._in_progress or self.dedupe.lookup(*key, self.clock.now_ms()) is not None:
+            return False
+        return all((other.draft.topic, other.draft.message_id) != key for other in run)
+
+    async def _put_run(self, run: list[SendItem]) -> list[SendOutcome]:
+        """One put for ``run``; its ids are in progress until it returns (a retry awaits it)."""
+        if not run:
+            return []
+        now = self.clock.now_ms()
+        drafts = [self._placed(item, now) for item in run]
+        future = asyncio.get_running_loop().create_future()
+        keys = [(draft.topic, draft.message_id) for draft in drafts]
+        for index, key in enumerate(keys):
+            if key[1]:
+                self._in_progress[key] = (future, index)
+        try:
+            stored = await self.store.put(drafts)
+            outcomes = [SendOutcome(d.message_id, s.queue_id, s.queue_offset) for d, s in zip(drafts, stored)]
+            for key, outcome in zip(keys, outcomes):
+                self.dedupe.remember(*key, outcome, now)
+            future.set_result(outcomes)
+            return outcomes
+        except BaseException as error:
+            future.set_exception(rejection_for(error) if isinstance(error, StoreError) else error)
+            future.exception()  # retrieved: a waiter gets it, nobody else has to
+            if isinstance(error, StoreError):
+                raise rejection_for(error) from error
+            raise
+        finally:
+            for key in keys:
+                self._in_progress.pop(key, None)
 
     async def _send_deduplicated(self, item: SendItem) -> SendOutcome:
         key = (item.draft.topic, item.draft.message_id)
@@ -52,14 +113,15 @@ class SendService:
         if known is not None:
             return known
         if item.draft.message_id and key in self._in_progress:
-            return await asyncio.shield(self._in_progress[key])
+            future, index = self._in_progress[key]
+            return (await asyncio.shield(future))[index]
         future = asyncio.get_running_loop().create_future()
         if item.draft.message_id:
-            self._in_progress[key] = future
+            self._in_progress[key] = (future, 0)
         try:
             outcome = await self._send_one(item)
             self.dedupe.remember(*key, outcome, self.clock.now_ms())
-            future.set_result(outcome)
+            future.set_result([outcome])
             return outcome
         except BaseException as error:
             future.set_exception(error)
@@ -86,13 +148,22 @@ class SendService:
                                   f"delivery timestamp is more than {self.config.max_delay_time_ms} ms ahead")
         return due
 
+    def _placed(self, item: SendItem, now_ms: int) -> MessageDraft:
+        """The draft with its queue chosen and its type (and FIFO group) among its properties."""
+        topic = self.topics.for_send(item.draft.topic, item.message_type, now_ms)
+        draft = item.draft
+        properties = draft.properties
+        if properties.get(Prop.MESSAGE_TYPE) != item.message_type.value or (
+                item.message_group and properties.get(Prop.MESSAGE_GROUP) != item.message_group):
+            properties = {**properties, Prop.MESSAGE_TYPE: item.message_type.value}
+            if item.message_group:
+                properties[Prop.MESSAGE_GROUP] = item.message_group
+        return MessageDraft(draft.topic, self._queue(topic, item), draft.body, draft.born_timestamp_ms,
+                            draft.born_host, properties, draft.user_properties)
+
     async def _send_one(self, item: SendItem) -> SendOutcome:
         now = self.clock.now_ms()
-        topic = self.topics.for_send(item.draft.topic, item.message_type, now)
-        properties = {**item.draft.properties, Prop.MESSAGE_TYPE: item.message_type.value}
-        if item.message_group:
-            properties[Prop.MESSAGE_GROUP] = item.message_group
-        draft = item.draft.with_changes(queue_id=self._queue(topic, item), properties=properties)
+        draft = self._placed(item, now)
         message_id = draft.message_id
         try:
             if item.message_type is MessageType.DELAY:

@@ -94,6 +94,30 @@ def test_unknown_topic_is_not_found_and_type_is_checked(harness):
     run(scenario())
 
 
+def test_a_batch_is_one_put_in_order_and_duplicates_inside_it_or_in_flight_are_not_stored_twice(harness):
+    async def scenario():
+        broker = await _with_topic(harness, queues=1)
+        puts = []
+        real_put = harness.store.put
+
+        async def counting_put(drafts):
+            puts.append(len(drafts))
+            return await real_put(drafts)
+        harness.store.put = counting_put
+
+        def item(message_id, body, kind=MessageType.NORMAL, group=None):
+            props = {Prop.MESSAGE_ID: message_id}
+            return SendItem(MessageDraft("T", -1, body, 0, properties=props), kind, group)
+        batch = [item(f"B{i}", bytes([65 + i])) for i in range(5)] + [item("B1", b"dup")]
+        first, retry = await asyncio.gather(broker.send(batch), broker.send([item("B3", b"retry")]))
+        assert puts == [5]  # one put for the run; the in-request duplicate and the retry are answered, not stored
+        assert [o.queue_offset for o in first] == [0, 1, 2, 3, 4, 1] and first[5] == first[1] and retry == [first[3]]
+        got = await harness.receive("G", "T")
+        assert [d.message.body for d in got] == [b"A", b"B", b"C", b"D", b"E"]
+        await harness.stop()
+    run(scenario())
+
+
 def test_send_receive_ack_and_duplicate_send_is_deduplicated(harness):
     async def scenario():
         broker = await _with_topic(harness)

@@ -321,3 +321,28 @@ def test_confirm_offset_survives_restart_in_the_checkpoint(tmp_path):
     store.start()
     assert store.confirm_offset == 12345
     store.shutdown()
+
+
+def test_sync_put_that_outlives_sync_flush_timeout_fails_and_its_records_show_once_flushed(tmp_path):
+    import threading
+    from dataclasses import replace
+
+    from store.errors import FlushTimeout
+
+    async def scenario():
+        store = make(tmp_path, sync_flush_timeout_ms=50)
+        store.start()
+        release = threading.Event()
+        hooks = store._flush._hooks
+        store._flush._hooks = replace(hooks, sync_commit_log=lambda low, high: (release.wait(5), hooks.sync_commit_log(low, high)))
+        with pytest.raises(FlushTimeout):
+            await store.put([draft(1)])
+        assert store.get("T", 0, 0, 10).messages == []  # not durable yet: not visible
+        release.set()
+        for _ in range(100):
+            if store.get("T", 0, 0, 10).messages:
+                break
+            await asyncio.sleep(0.01)
+        assert [m.message_id for m in store.get("T", 0, 0, 10).messages] == ["id-1"]
+        store.shutdown()
+    run(scenario())

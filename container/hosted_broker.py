@@ -17,10 +17,13 @@ from pathlib import Path
 
 from container.config import IGNORED_ROCKETMQ_KEYS, BrokerEntry, ContainerConfig
 from metadata.config import ConfigError, bind, unknown_keys
+from ha.replication.config import HaConfig
 from scheduler.clock import Clock
 from services.broker.api import TransactionCheckSink
 from services.broker.broker import Broker
 from services.broker.config import BrokerConfig, BrokerRole
+from services.ha.master import ReplicationMaster
+from services.ha.slave import ReplicationSlave
 from store.config import StoreConfig
 from store.message_store import MessageStore
 
@@ -31,6 +34,7 @@ log = logging.getLogger(__name__)
 class BrokerSpec:
     broker: BrokerConfig
     store: StoreConfig
+    ha: HaConfig
     where: str
 
     @property
@@ -45,7 +49,7 @@ class BrokerSpec:
 
 def bind_broker(entry: BrokerEntry, container: ContainerConfig) -> BrokerSpec:
     values = dict(entry.values)
-    for key in unknown_keys(values, BrokerConfig, StoreConfig):
+    for key in unknown_keys(values, BrokerConfig, StoreConfig, HaConfig):
         if key not in IGNORED_ROCKETMQ_KEYS:
             raise ConfigError(entry.where, key, "unknown key")
         log.warning("%s: %s is a RocketMQ key RelayMQ ignores", entry.where, key)
@@ -57,7 +61,11 @@ def bind_broker(entry: BrokerEntry, container: ContainerConfig) -> BrokerSpec:
     if not store.store_path_root_dir.is_absolute():
         store = bind(StoreConfig, {**values, "storePathRootDir": str(Path.cwd() / store.store_path_root_dir)}, entry.where)
     _check_role(broker, entry.where)
-    return BrokerSpec(broker, store, entry.where)
+    try:
+        ha = bind(HaConfig, values, entry.where)
+    except ConfigError as failure:
+        raise ConfigError(entry.where, failure.key, failure.reason) from None
+    return BrokerSpec(broker, store, ha, entry.where)
 
 
 def _check_role(broker: BrokerConfig, where: str) -> None:
@@ -86,6 +94,7 @@ class HostedBroker:
     spec: BrokerSpec
     store: MessageStore
     broker: Broker
+    replication: ReplicationMaster | ReplicationSlave | None = None
 
     @property
     def name(self) -> str:
@@ -110,8 +119,23 @@ async def open_broker(spec: BrokerSpec, clock: Clock, sink: TransactionCheckSink
     return HostedBroker(spec, store, broker)
 
 
+def start_replication(hosted: HostedBroker, clock: Clock, master_address) -> None:
+    """A master serves its slaves' streams; a slave starts copying from ``await master_address()``."""
+    spec = hosted.spec
+    if spec.broker.is_master:
+        hosted.replication = ReplicationMaster(hosted.name, hosted.store, spec.ha, clock,
+                                               on_confirm=hosted.broker.notifier.wake_all)
+        hosted.broker.replication = hosted.replication
+    else:
+        hosted.replication = ReplicationSlave(hosted.name, spec.broker.broker_id, hosted.store, spec.ha, clock,
+                                              master_address)
+        hosted.replication.start()
+
+
 async def close_broker(hosted: HostedBroker) -> None:
     try:
+        if isinstance(hosted.replication, ReplicationSlave):
+            await hosted.replication.stop()
         await hosted.broker.stop()
     finally:
         hosted.store.shutdown()

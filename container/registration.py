@@ -43,13 +43,15 @@ class Registration:
     def client_endpoint(self) -> str:
         return f"{self.container.config.broker_container_ip}:{self.container.ports['client']}"
 
-    async def register(self, hosted: HostedBroker) -> None:
+    async def register(self, hosted: HostedBroker) -> str:
+        """Register one broker; returns its group's master address for a slave ("" if none or unknown)."""
         try:
-            await self.client.register_broker(identity_of(hosted), self.admin_address, self.client_endpoint,
-                                              hosted.broker.topic_table(),
-                                              heartbeat_timeout_ms=self.container.config.broker_not_active_timeout_ms)
+            return await self.client.register_broker(
+                identity_of(hosted), self.admin_address, self.client_endpoint, hosted.broker.topic_table(),
+                heartbeat_timeout_ms=self.container.config.broker_not_active_timeout_ms)
         except NameserverError as exc:
             log.warning("registering %s with the nameserver failed: %s", hosted.spec.canonical_name, exc)
+            return ""
 
     async def register_all(self) -> None:
         for hosted in list(self.container.hosted.values()):

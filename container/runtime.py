@@ -22,13 +22,17 @@ from pathlib import Path
 from container.config import ContainerConfig
 from container.config_loader import load_config_file
 from container.directory import ContainerDirectory
-from container.hosted_broker import BrokerSpec, HostedBroker, check_unique, close_broker, open_broker
+from container.hosted_broker import (BrokerSpec, HostedBroker, check_unique, close_broker, open_broker,
+                                     start_replication)
 from container.ports import check_ports_free
 from container.registration import Registration
 from metadata.config import ConfigError
 from scheduler.clock import Clock, SystemClock
 from scheduler.periodic import PeriodicTasks
 from services.metrics import CONSUMER_LAG, REGISTRY, STORE_SIZE
+from services.ha.master import ReplicationMaster
+from services.ha.converters import MAX_FRAME_BYTES
+from services.ha.service import add_ha_service
 from services.messaging.config import MessagingConfig
 from services.messaging.server import add_messaging_services, server_options
 
@@ -71,7 +75,7 @@ class BrokerContainer:
         if self.config.start_embedded_namesrv:
             await self._start_nameserver()
         for spec in self.specs:
-            self.hosted[spec.broker.broker_name + f"#{spec.broker.broker_id}"] = await open_broker(spec, self.clock, self.directory.sink)
+            await self._open(spec)
         await self._start_servers()
         if self.config.metrics_port:
             start_http_server(self.config.metrics_port, addr=self.config.metrics_host, registry=REGISTRY)
@@ -81,6 +85,7 @@ class BrokerContainer:
         self.tasks.declare("register-brokers", self.config.register_period_ms, self.registration.register_all, self.config.register_period_ms)
         self.tasks.declare("heartbeat", self.config.heartbeat_interval_ms, self.registration.heartbeat_all, self.config.heartbeat_interval_ms)
         self.tasks.declare("store-metrics", 5_000, self._refresh_store_metrics, 1_000)
+        self.tasks.declare("ha-housekeeping", 1_000, self._ha_housekeeping, 1_000)
         self.tasks.start()
         log.info("container started: client endpoint %s:%d, admin %s:%d, brokers %s", self.config.broker_container_ip,
                  self.ports["client"], self.config.admin_bind_address, self.ports["admin"], ", ".join(self.hosted))
@@ -99,12 +104,14 @@ class BrokerContainer:
         self.directory.attach_registry(add_messaging_services(self._client_server, self.directory, self.messaging, self.clock))
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._client_server)
         self.ports["client"] = self._bind(self._client_server, "grpcServerPort", self.config.client_bind_host, self.config.grpc_server_port)
-        self._internal_server = grpc.aio.server()
+        self._internal_server = grpc.aio.server(options=[("grpc.max_send_message_length", MAX_FRAME_BYTES),
+                                                         ("grpc.max_receive_message_length", MAX_FRAME_BYTES)])
         from services.admin.service import add_admin_service
         from container.admin_adapter import ContainerAdmin
 
         add_admin_service(self._internal_server, ContainerAdmin(self), on_topics_changed=self._topics_changed,
                           load_config=lambda path: load_config_file(Path(path)))
+        add_ha_service(self._internal_server, self.replication_master)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._internal_server)
         self.ports["admin"] = self._bind(self._internal_server, "listenPort", self.config.admin_bind_address, self.config.listen_port)
         await self._client_server.start()
@@ -142,10 +149,34 @@ class BrokerContainer:
 
     # -- runtime changes (admin) -----------------------------------------------------------
 
-    async def add_broker(self, spec: BrokerSpec) -> HostedBroker:
-        check_unique([h.spec for h in self.hosted.values()] + [spec])
+    async def _open(self, spec: BrokerSpec) -> HostedBroker:
         hosted = await open_broker(spec, self.clock, self.directory.sink)
         self.hosted[spec.broker.broker_name + f"#{spec.broker.broker_id}"] = hosted
+        start_replication(hosted, self.clock, lambda: self._master_address(hosted))
+        return hosted
+
+    async def _master_address(self, hosted: HostedBroker) -> str | None:
+        """A slave's master: ``haMasterAddress``, else what the nameserver answers its registration."""
+        if hosted.spec.ha.ha_master_address:
+            return hosted.spec.ha.ha_master_address
+        if self.registration is None:
+            return None
+        return await self.registration.register(hosted) or None
+
+    def replication_master(self, broker_name: str):
+        for hosted in self.hosted.values():
+            if hosted.name == broker_name and isinstance(hosted.replication, ReplicationMaster):
+                return hosted.replication
+        return None
+
+    def _ha_housekeeping(self) -> None:
+        for hosted in list(self.hosted.values()):
+            if isinstance(hosted.replication, ReplicationMaster):
+                hosted.replication.housekeeping()
+
+    async def add_broker(self, spec: BrokerSpec) -> HostedBroker:
+        check_unique([h.spec for h in self.hosted.values()] + [spec])
+        hosted = await self._open(spec)
         if self.registration is not None:
             await self.registration.register(hosted)
         return hosted

@@ -32,6 +32,7 @@ from store.checkpoint_file import read_checkpoint, write_checkpoint
 from store.commit_log import CommitLog
 from store.config import FlushDiskType, StoreConfig
 from store.cq_entry import encode_entry
+from store.epoch_log import EpochLog
 from store.errors import (BadOffset, BadReplicationData, BatchTooLarge, DiskFull, FlushTimeout,
                           MessageTooLarge, StoreClosed, StoreError, StoreIOError)
 from store.flush import FlushHooks, FlushService
@@ -65,6 +66,10 @@ class MessageStore(Reader):
         self._pending: deque[_Pending] = deque()  # SYNC_FLUSH: written, awaiting fdatasync
         self._waiters: deque[tuple[int, asyncio.Future]] = deque()
         self._listeners: list[Callable[[str, int, int], None]] = []
+        self._write_listeners: list[Callable[[int], None]] = []
+        self.epochs: EpochLog | None = None
+        # replication: consumers read no record ending beyond this offset (the confirm offset)
+        self.read_limit: Callable[[], int] | None = None
         self._indexed_offset = 0  # every record below it has its consume-queue entry written
         self._last_checkpoint = Checkpoint()
         self._disk_full = False
@@ -82,6 +87,8 @@ class MessageStore(Reader):
             raise StoreIOError(f"cannot open the store at {root}: {failure}") from None
         point = read_checkpoint(self._checkpoint_path)
         report = recover(self._log, self._queues, point)
+        self.epochs = EpochLog(root)
+        self.epochs.reconcile(self._log.min_offset, self._log.write_offset)
         self._indexed_offset = self._log.write_offset
         self._next_queue_offset = {(q.topic, q.queue_id): q.max_offset for q in self._queues.all()}
         self._last_checkpoint = Checkpoint(
@@ -160,6 +167,7 @@ class MessageStore(Reader):
             raise DiskFull(f"disk usage above diskSpaceWarningLevelRatio {self.config.disk_space_warning_level_ratio}%")
         self._loop = asyncio.get_running_loop()
         stored, pending = self._write(drafts)
+        self._notify_written()
         if self.config.flush_disk_type is FlushDiskType.ASYNC_FLUSH:
             self._index(pending)
             return stored
@@ -249,6 +257,17 @@ class MessageStore(Reader):
     def add_append_listener(self, fn: Callable[[str, int, int], None]) -> None:
         self._listeners.append(fn)
 
+    def add_write_listener(self, fn: Callable[[int], None]) -> None:
+        """``fn(write_offset)`` after every write to the commit log, before it is flushed."""
+        self._write_listeners.append(fn)
+
+    def _notify_written(self) -> None:
+        for listener in self._write_listeners:
+            try:
+                listener(self._log.write_offset)
+            except Exception:  # a listener's bug must not fail a put
+                log.exception("write listener failed")
+
     # --- replication -------------------------------------------------------------------------------
     @property
     def commit_log_min_offset(self) -> int:
@@ -299,6 +318,40 @@ class MessageStore(Reader):
         self._log.write_offset = commit_offset + sum(info.size for _, info in found)
         self._index(pending)
         self._flush.wake()
+        self._notify_written()
+
+    def start_empty_at(self, commit_offset: int) -> None:
+        """Slave side: an empty log starts at ``commit_offset`` (the master's min offset, or its
+        last file's start with syncFromLastFile), which must begin a segment."""
+        self._check_open()
+        log_ = self._log
+        if log_.write_offset != log_.min_offset or self._queues.all():
+            raise BadOffset(f"start at {commit_offset}: the log is not empty "
+                            f"[{log_.min_offset}, {log_.write_offset}]")
+        if commit_offset % log_.segment_size:
+            raise BadOffset(f"start at {commit_offset}: not a multiple of the segment size {log_.segment_size} "
+                            f"(mapedFileSizeCommitLog must equal the master's)")
+        if commit_offset == log_.write_offset:
+            return
+        for start in log_.files.starts():
+            log_.files.delete_segment(start)
+        log_.files.write(commit_offset, b"")
+        log_.write_offset = commit_offset
+        self._flush.flushed_offset = commit_offset
+        self._indexed_offset = commit_offset
+        self.epochs.reconcile(commit_offset, commit_offset)
+        self._write_checkpoint(commit_offset, commit_offset, clean=False)
+
+    async def wait_flushed(self, commit_offset: int) -> None:
+        """Return once every byte below ``commit_offset`` is fdatasynced (slave acks under SYNC_FLUSH)."""
+        self._check_open()
+        if self.flushed_offset >= commit_offset:
+            return
+        self._loop = asyncio.get_running_loop()
+        waiter = self._loop.create_future()
+        self._waiters.append((commit_offset, waiter))
+        self._flush.wake()
+        await waiter
 
     def truncate(self, commit_offset: int) -> None:
         """Cut the log to ``commit_offset`` (a record boundary) physically and repair the queues."""
@@ -317,6 +370,7 @@ class MessageStore(Reader):
         self._indexed_offset = min(self._indexed_offset, commit_offset)
         self._queues.sync_all()
         self._write_checkpoint(commit_offset, self._indexed_offset, clean=False)
+        self.epochs.reconcile(log_.min_offset, commit_offset)
 
     def _fail_pending_beyond(self, commit_offset: int) -> None:
         self._pending = deque(item for item in self._pending if item[0] <= commit_offset)
@@ -350,6 +404,7 @@ class MessageStore(Reader):
         if doomed:
             for queue in self._queues.all():
                 queue.advance_min(self._log.min_offset)
+            self.epochs.reconcile(self._log.min_offset, self._log.write_offset)
         return len(doomed)
 
 

@@ -4,7 +4,8 @@ Rules: reads go through consume queues bounded by the queue's [min, max), then c
 record's CRC and position before serving it; a record that fails is skipped and logged, never
 served.  Tag filtering compares consume-queue tag codes and skips without reading the log.
 A get examines at most ``maxGetScanEntries`` entries and returns at least one message if one
-is found even when it exceeds ``max_bytes``.  Mixed into MessageStore, which owns the state
+is found even when it exceeds ``max_bytes``.  With replication, ``read_limit`` (the confirm
+offset) caps what consumers see: no record ending beyond it is served from a user topic.  Mixed into MessageStore, which owns the state
 (``_log``, ``_queues``, ``config``).
 """
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import logging
 
 from metadata.message import StoredMessage
+from metadata.names import SYSTEM_TOPIC_PREFIX
 from store.consume_queue import ConsumeQueue
 from store.cq_entry import CqEntry, first_index
 from store.record import STORE_TS_POSITION
@@ -45,6 +47,9 @@ class Reader:
         messages: list[StoredMessage] = []
         total, scanned, cursor = 0, 0, offset
         budget = self.config.max_get_scan_entries
+        # consumers see only what the replicas confirmed; the broker's own logs are read in full
+        limited = self.read_limit is not None and not queue.topic.startswith(SYSTEM_TOPIC_PREFIX)
+        limit = self.read_limit() if limited else None
         while scanned < budget and len(messages) < max_count:
             batch = queue.entries(cursor, min(budget - scanned, 1024))
             if not batch:
@@ -52,6 +57,8 @@ class Reader:
             for entry in batch:
                 if len(messages) >= max_count or (messages and total + entry.size > max_bytes):
                     return messages, cursor
+                if limit is not None and not entry.is_hole and entry.end > limit:
+                    return messages, cursor  # not confirmed by the replicas yet
                 cursor, scanned = cursor + 1, scanned + 1
                 if entry.is_hole or (tag_codes is not None and entry.tag_code not in tag_codes):
                     continue

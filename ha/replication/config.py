@@ -22,6 +22,9 @@ class HaConfig:
     broker_role: BrokerRole = config_field(
         "brokerRole", BrokerRole.ASYNC_MASTER, unit="enum",
         doc="ASYNC_MASTER acknowledges after the local write; SYNC_MASTER after the replicas too; SLAVE replicates")
+    ha_master_address: str = config_field(
+        "haMasterAddress", "", unit="host:port",
+        doc="SLAVE: the master container's internal address; empty: the one the nameserver returns")
     ha_transfer_batch_size: int = config_field(
         "haTransferBatchSize", 32 * 1024, unit="bytes", minimum=1,
         doc="most bytes of one transfer batch (at least one whole record is always sent)")

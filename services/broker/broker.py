@@ -49,6 +49,9 @@ class Broker:
         self.sender = SendService(config, store, clock, self.topics, self.timer, self.transactions)
         self.tasks = PeriodicTasks(f"broker {config.broker_name}-{config.broker_id}")
         self.started_ms = 0
+        # set by the container for a master: check_writable() and wait_replicated(offset)
+        # (services.ha.master.ReplicationMaster); None: no replication
+        self.replication = None
 
     # ---- lifecycle ----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -89,11 +92,22 @@ class Broker:
     # ---- BrokerApi ----------------------------------------------------------------------------
     async def send(self, items: Sequence[SendItem]) -> list[SendOutcome]:
         self._writable()
-        return await self.sender.send(items)
+        if self.replication is not None:
+            self.replication.check_writable()
+        outcomes = await self.sender.send(items)
+        await self._replicated()
+        return outcomes
+
+    async def _replicated(self) -> None:
+        """SYNC_MASTER: the replicas hold everything written so far (our records included)."""
+        if self.replication is not None:
+            await self.replication.wait_replicated(self.store.commit_log_max_offset)
 
     async def end_transaction(self, topic: str, message_id: str, transaction_id: str, commit: bool, from_check: bool) -> None:
         self._writable()
         await self.transactions.end(topic, message_id, transaction_id, commit)
+        if commit:
+            await self._replicated()
 
     async def recall(self, topic: str, recall_handle: str) -> str:
         self._writable()

@@ -61,6 +61,12 @@ class AppendNotifier:
         else:
             self._wake(topic)
 
+    def wake_all(self) -> None:
+        """More became readable everywhere (the replicas' confirm offset advanced)."""
+        for waiters in list(self._waiters.values()):
+            for waiter in list(waiters):
+                waiter.event.set()
+
     def _wake(self, topic: str) -> None:
         for waiter in list(self._waiters.get(topic, ())):
             waiter.event.set()

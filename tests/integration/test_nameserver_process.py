@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
-import signal
 import socket
 import subprocess
 import sys
@@ -17,6 +15,7 @@ from metadata.data_version import DataVersion
 from metadata.route_types import BrokerIdentity
 from metadata.topic_config import TopicConfig, TopicTable
 from services.nameserver.client import NameserverClient
+from tests.support.nameserver_process import NameserverProcess
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,22 +23,6 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def relaymq(*args: str, timeout: float = 30) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "container", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
-
-
-class NameserverProcess:
-    def __init__(self, config_path: Path):
-        self.process = subprocess.Popen([sys.executable, "-m", "container", "namesrv", "-c", str(config_path)], cwd=ROOT,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        line = self.process.stdout.readline()  # blocks until ready or exit
-        match = re.search(r"listening on (\S+)", line)
-        if not match:
-            self.process.kill()
-            raise AssertionError(f"nameserver did not start: {line!r} {self.process.stderr.read()}")
-        self.address = match.group(1)
-
-    def stop(self) -> int:
-        self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(timeout=20)
 
 
 @pytest.fixture

@@ -1,0 +1,1 @@
+"""Drivers of replication: the masters HaService, the slaves client, metadata sync."""

@@ -1,0 +1,62 @@
+"""ha.proto frames <-> the replication cores' values, validated at this edge.
+
+Rules: a peer's frame with a negative offset or epoch, an unknown body, or a batch whose
+epoch starts after the batch is bad input: :func:`slave_frame_from_proto` and
+:func:`master_frame_from_proto` return None, and the driver closes the connection with a
+log line; the cores never see it.
+"""
+from __future__ import annotations
+
+from ha.replication.messages import MasterHandshake, SlaveAck, SlaveHandshake, TransferBatch
+from proto import ha_pb2 as pb
+
+BROKER_METADATA_KEY = "relaymq-ha-broker"   # names the master broker (brokerName) a stream is for
+MAX_FRAME_BYTES = 64 * 1024 * 1024
+
+
+def slave_frame_to_proto(message: SlaveHandshake | SlaveAck) -> pb.SlaveFrame:
+    if isinstance(message, SlaveHandshake):
+        return pb.SlaveFrame(handshake=pb.SlaveHandshake(slave_id=message.slave_id,
+                                                         sync_from_last_file=message.sync_from_last_file,
+                                                         async_learner=message.async_learner))
+    return pb.SlaveFrame(ack=pb.SlaveAck(max_offset=message.max_offset))
+
+
+def slave_frame_from_proto(frame: pb.SlaveFrame) -> SlaveHandshake | SlaveAck | None:
+    body = frame.WhichOneof("body")
+    if body == "handshake":
+        h = frame.handshake
+        return SlaveHandshake(h.slave_id, h.sync_from_last_file, h.async_learner) if h.slave_id > 0 else None
+    if body == "ack":
+        return SlaveAck(frame.ack.max_offset) if frame.ack.max_offset >= 0 else None
+    return None
+
+
+def master_handshake_to_proto(message: MasterHandshake) -> pb.MasterFrame:
+    return pb.MasterFrame(handshake=pb.MasterHandshake(
+        epochs=[pb.EpochEntry(epoch=e, start_offset=s) for e, s in message.epochs],
+        max_offset=message.max_offset, min_offset=message.min_offset, last_file_start=message.last_file_start))
+
+
+def batch_to_proto(batch: TransferBatch) -> pb.MasterFrame:
+    return pb.MasterFrame(batch=pb.TransferBatch(
+        start_offset=batch.start_offset, epoch=batch.epoch, epoch_start_offset=batch.epoch_start_offset,
+        confirm_offset=batch.confirm_offset, payload=batch.payload))
+
+
+def master_frame_from_proto(frame: pb.MasterFrame) -> MasterHandshake | TransferBatch | None:
+    body = frame.WhichOneof("body")
+    if body == "handshake":
+        h = frame.handshake
+        epochs = tuple((e.epoch, e.start_offset) for e in h.epochs)
+        if min([h.max_offset, h.min_offset, h.last_file_start] + [v for pair in epochs for v in pair]) < 0:
+            return None
+        return MasterHandshake(epochs, h.max_offset, h.min_offset, h.last_file_start)
+    if body == "batch":
+        b = frame.batch
+        if min(b.start_offset, b.epoch, b.epoch_start_offset, b.confirm_offset) < 0:
+            return None
+        if b.epoch_start_offset > b.start_offset:
+            return None
+        return TransferBatch(b.start_offset, b.epoch, b.epoch_start_offset, b.confirm_offset, b.payload)
+    return None

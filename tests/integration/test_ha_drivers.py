@@ -1,0 +1,128 @@
+"""The replication drivers over a real gRPC stream on loopback, with real stores on disk.
+
+One process, two MessageStores: a ReplicationMaster served by a real grpc.aio server and a
+ReplicationSlave copying from it.  Checked by reading both commit logs from disk.
+"""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import grpc
+import pytest
+
+from ha.replication.config import BrokerRole, HaConfig
+from metadata.message import MessageDraft, Prop
+from metadata.status import Code, RequestRejected
+from scheduler.clock import SystemClock
+from services.ha.master import ReplicationMaster
+from services.ha.service import add_ha_service
+from services.ha.slave import ReplicationSlave
+from store.config import FlushDiskType, StoreConfig
+from store.message_store import MessageStore
+
+pytestmark = pytest.mark.integration
+SEGMENT = 256 * 1024
+
+
+def make_store(path: Path, flush=FlushDiskType.SYNC_FLUSH) -> MessageStore:
+    store = MessageStore(StoreConfig(path, mapped_file_size_commit_log=SEGMENT, mapped_file_size_consume_queue=20 * 1000,
+                                     flush_disk_type=flush), SystemClock().now_ms)
+    store.start()
+    return store
+
+
+def draft(i: int, topic: str = "T", queue_id: int = 0, size: int = 1000) -> MessageDraft:
+    return MessageDraft(topic, queue_id, f"{i:08d}".encode() * (size // 8), 1, "127.0.0.1:1",
+                        {Prop.MESSAGE_ID: f"id-{i}"}, {})
+
+
+def log_bytes(store: MessageStore) -> bytes:
+    low, high = store.commit_log_min_offset, store.commit_log_max_offset
+    out, offset = [], low
+    while offset < high:
+        chunk = store.read_raw(offset, 1 << 20)
+        assert chunk, offset
+        out.append(chunk)
+        offset += len(chunk)
+    return b"".join(out)
+
+
+class Group:
+    def __init__(self, tmp: Path, role=BrokerRole.SYNC_MASTER, in_sync=2, master_store=None, slave_store=None):
+        self.master_store = master_store or make_store(tmp / "master")
+        self.slave_store = slave_store or make_store(tmp / "slave")
+        clock = SystemClock()
+        common = dict(total_replicas=2, in_sync_replicas=in_sync, ha_send_heartbeat_interval_ms=500,
+                      ha_housekeeping_interval_ms=5000, ha_max_time_slave_not_catchup_ms=2000)
+        self.master = ReplicationMaster("broker-a", self.master_store, HaConfig(broker_role=role, **common), clock)
+        self.server = grpc.aio.server()
+        add_ha_service(self.server, lambda name: self.master if name == "broker-a" else None)
+        port = self.server.add_insecure_port("127.0.0.1:0")
+        self.address = f"127.0.0.1:{port}"
+        self.slave = ReplicationSlave("broker-a", 1, self.slave_store, HaConfig(broker_role=BrokerRole.SLAVE, **common),
+                                      clock, self._address, retry_interval_ms=100)
+
+    async def _address(self):
+        return self.address
+
+    async def start(self):
+        await self.server.start()
+        self.slave.start()
+
+    async def stop(self):
+        await self.slave.stop()
+        await self.server.stop(0)
+        self.master_store.shutdown()
+        self.slave_store.shutdown()
+
+    async def caught_up(self, timeout_s: float = 10.0) -> None:
+        async with asyncio.timeout(timeout_s):
+            while self.slave_store.commit_log_max_offset != self.master_store.commit_log_max_offset \
+                    or self.master.status()["slaves"] == [] or self.master.status()["slaves"][0]["ackOffset"] \
+                    != self.master_store.commit_log_max_offset:
+                await asyncio.sleep(0.02)
+
+
+async def put(group: Group, first: int, count: int, batch: int = 10) -> None:
+    for start in range(first, first + count, batch):
+        await group.master_store.put([draft(i, queue_id=i % 4) for i in range(start, min(first + count, start + batch))])
+        await group.master.wait_replicated(group.master_store.commit_log_max_offset)
+
+
+def test_slave_copies_the_master_byte_for_byte_and_acks_sync_puts(tmp_path):
+    asyncio.run(_copies(tmp_path))
+
+
+async def _copies(tmp_path):
+    group = Group(tmp_path)
+    await group.start()
+    try:
+        async with asyncio.timeout(10):
+            while not group.master.streams:
+                await asyncio.sleep(0.02)
+        await put(group, 0, 600)
+        await group.caught_up()
+        assert log_bytes(group.slave_store) == log_bytes(group.master_store)
+        assert group.slave_store.max_offset("T", 3) == group.master_store.max_offset("T", 3) == 150
+        assert group.slave_store.epochs.history == group.master_store.epochs.history
+        assert group.master.status()["syncStateSet"] == [0, 1]
+    finally:
+        await group.stop()
+
+
+def test_sync_master_without_a_slave_refuses_at_once(tmp_path):
+    asyncio.run(_refuses(tmp_path))
+
+
+async def _refuses(tmp_path):
+    group = Group(tmp_path)
+    await group.server.start()  # the slave never starts
+    try:
+        with pytest.raises(RequestRejected) as failure:
+            group.master.check_writable()
+        assert failure.value.code is Code.HA_NOT_AVAILABLE
+    finally:
+        await group.server.stop(0)
+        group.master_store.shutdown()
+        group.slave_store.shutdown()

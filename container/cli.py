@@ -14,6 +14,7 @@ import sys
 SUBCOMMAND_MODULES = (
     "container.cli_container",  # container, namesrv
     "container.cli_admin",  # admin ...
+    "container.cli_ha",  # admin ha-status
     "container.cli_controller",  # controller, admin controller commands
     "container.cli_offset_diff",  # offset-diff
 )

@@ -130,6 +130,7 @@ def start_replication(hosted: HostedBroker, clock: Clock, master_address) -> Non
         hosted.replication = ReplicationSlave(hosted.name, spec.broker.broker_id, hosted.store, spec.ha, clock,
                                               master_address)
         hosted.replication.start()
+    hosted.broker.replication_status = hosted.replication.status
 
 
 async def close_broker(hosted: HostedBroker) -> None:

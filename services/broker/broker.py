@@ -52,6 +52,7 @@ class Broker:
         # set by the container for a master: check_writable() and wait_replicated(offset)
         # (services.ha.master.ReplicationMaster); None: no replication
         self.replication = None
+        self.replication_status = None  # set by the container: () -> the replication status mapping
 
     # ---- lifecycle ----------------------------------------------------------------------------
     async def start(self) -> None:

@@ -60,3 +60,8 @@ def master_frame_from_proto(frame: pb.MasterFrame) -> MasterHandshake | Transfer
             return None
         return TransferBatch(b.start_offset, b.epoch, b.epoch_start_offset, b.confirm_offset, b.payload)
     return None
+
+
+def queue_offset_total(store) -> int:
+    """Sum of every consume queue's max offset: the difference between two replicas is their lag in messages."""
+    return sum(store.max_offset(topic, queue_id) for topic, ids in store.queues().items() for queue_id in ids)

@@ -35,7 +35,8 @@ from ha.replication.quorum import AckWaits, PendingAck, QuorumRejection, WaitFor
 from ha.replication.sync_state import SyncStateTracker
 from metadata.status import Code, RequestRejected
 from scheduler.clock import Clock
-from services.ha.converters import batch_to_proto, master_handshake_to_proto, slave_frame_from_proto
+from services.ha.converters import (batch_to_proto, master_handshake_to_proto, queue_offset_total,
+                                    slave_frame_from_proto)
 from store.config import FlushDiskType
 
 log = logging.getLogger(__name__)
@@ -289,6 +290,7 @@ class ReplicationMaster:
                            "inSyncStateSet": slave_id in self.tracker.sync_state_set})
         return {"brokerName": self.name, "role": "MASTER", "brokerRole": self.config.broker_role.value,
                 "maxOffset": max_offset, "minOffset": self.store.commit_log_min_offset,
+                "queueOffsetTotal": queue_offset_total(self.store),
                 "confirmOffset": self.visible_offset(), "syncStateSet": sorted(self.tracker.sync_state_set),
                 "epochs": [list(pair) for pair in self.store.epochs.history.pairs()], "slaves": slaves}
 

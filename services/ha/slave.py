@@ -28,7 +28,7 @@ from ha.replication.slave import CloseReason, SlaveOutput, SlaveSession, SlaveSe
 from proto import ha_pb2_grpc as pb_grpc
 from scheduler.clock import Clock
 from services.ha.converters import (BROKER_METADATA_KEY, MAX_FRAME_BYTES, master_frame_from_proto,
-                                    slave_frame_to_proto)
+                                    queue_offset_total, slave_frame_to_proto)
 from store.config import FlushDiskType
 from store.errors import StoreError
 
@@ -181,5 +181,6 @@ class ReplicationSlave:
                 "state": session.state.value if session else SlaveState.READY.value,
                 "masterAddress": self.connected_to, "lastClose": self.last_close,
                 "maxOffset": self.store.commit_log_max_offset, "minOffset": self.store.commit_log_min_offset,
+                "queueOffsetTotal": queue_offset_total(self.store),
                 "ackedOffset": self.acked_offset, "confirmOffset": self.store.confirm_offset,
                 "epochs": [list(pair) for pair in self.store.epochs.history.pairs()]}

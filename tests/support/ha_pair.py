@@ -56,10 +56,10 @@ class HaPair:
             return 0, b""
         return int(files[0].name), b"".join(p.read_bytes() for p in files)
 
-    def ha_status(self, broker: str, container: ContainerProcess) -> dict:
-        result = container.admin("ha-status", "--broker", broker, "--admin", f"127.0.0.1:{container.admin_port}", "--json")
+    def ha_status(self, broker: str) -> dict:
+        result = self.containers[0].admin("ha-status", "--broker", broker, "--namesrv", self.nameserver.address, "--json")
         assert result.returncode == 0, result.stderr
-        return json.loads(result.stdout)
+        return json.loads(result.stdout)["groups"][0]
 
     def update_topic(self, topic: str, queues: int = 4) -> None:
         result = self.containers[0].admin("update-topic", "--topic", topic, "--type", "NORMAL", "--queues", str(queues),

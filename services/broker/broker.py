@@ -206,4 +206,5 @@ class Broker:
         return {"brokerName": self.name, "brokerId": self.broker_id, "cluster": self.cluster, "role": self.role,
                 "brokerRole": self.config.broker_role.value, "uptimeMs": self.clock.now_ms() - self.started_ms,
                 "storeSizeBytes": self.store.disk_usage_bytes(), "messageCount": messages,
-                "topicCount": len(self.topics.table.topics), "groupCount": len(self.groups.table.groups)}
+                "topicCount": len(self.topics.table.topics), "groupCount": len(self.groups.table.groups),
+                **({"ha": self.replication_status()} if self.replication_status is not None else {})}

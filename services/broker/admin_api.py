@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Mapping, Protocol
 
 from metadata.consumer_offsets import ConsumerOffsetTable
+from metadata.replica_metadata import ReplicaMetadata
 from metadata.subscription_group import SubscriptionGroupConfig, SubscriptionGroupTable
 from metadata.topic_config import TopicConfig, TopicTable
 
@@ -61,5 +62,10 @@ class BrokerAdminApi(Protocol):
     def consumer_progress(self, group: str, topic: str | None = None) -> list[QueueProgress]: ...
 
     def consumer_offset_table(self) -> ConsumerOffsetTable: ...
+
+    def replica_metadata(self) -> ReplicaMetadata:
+        """Topics, groups, offsets and timer checkpoint as one snapshot, each with a DataVersion
+        that covers every change so far (what a peer replica adopts)."""
+        ...
 
     def status(self) -> Mapping[str, object]: ...

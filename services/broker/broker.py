@@ -16,6 +16,7 @@ from typing import Mapping, Sequence
 
 from metadata.consumer_offsets import ConsumerOffsetTable
 from metadata.names import retry_topic
+from metadata.replica_metadata import ReplicaMetadata
 from metadata.status import Code, RequestRejected
 from metadata.subscription_group import SubscriptionGroupConfig, SubscriptionGroupTable
 from metadata.topic_config import TopicConfig, TopicTable
@@ -27,6 +28,7 @@ from services.broker.config import BrokerConfig
 from services.broker.groups import GroupManager
 from services.broker.long_poll import AppendNotifier
 from services.broker.pop_service import PopService
+from services.broker.replica_metadata import snapshot as snapshot_replica_metadata
 from services.broker.send_service import SendService
 from services.broker.timer_service import TimerService
 from services.broker.topics import TopicManager
@@ -199,6 +201,9 @@ class Broker:
 
     def consumer_offset_table(self) -> ConsumerOffsetTable:
         return self.pop.keeper.table
+
+    def replica_metadata(self) -> ReplicaMetadata:
+        return snapshot_replica_metadata(self)
 
     def status(self) -> Mapping[str, object]:
         queues = self.store.queues()

@@ -2,12 +2,14 @@
 
 Rules: a group used by a consumer but never created is created with defaults (RocketMQ's
 ``autoCreateSubscriptionGroup``, on by default) and persisted; every change bumps the
-DataVersion and is written atomically before returning.
+DataVersion and is written atomically before returning.  :meth:`GroupManager.adopt` replaces
+the whole table by a peer's, DataVersion included, as ``metadata.replica_metadata`` decides.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
+from metadata.replica_metadata import Adopt, Adoption, SyncDirection, decide_adoption
 from metadata.subscription_group import SubscriptionGroupConfig, SubscriptionGroupTable
 from services.broker.config_files import read_document, write_document
 
@@ -45,3 +47,10 @@ class GroupManager:
         self.table = self.table.without_group(group, self.table.data_version.next_version(now_ms))
         write_document(self.path, self.table.to_document())
         return True
+
+    def adopt(self, remote: SubscriptionGroupTable, direction: SyncDirection = SyncDirection.FROM_MASTER) -> Adoption:
+        decision = decide_adoption(self.table.data_version, remote.data_version, direction)
+        if isinstance(decision, Adopt):
+            write_document(self.path, remote.to_document())
+            self.table = remote
+        return decision

@@ -25,9 +25,11 @@ import logging
 from pathlib import Path
 from typing import Sequence
 
+from metadata.consumer_offsets import ConsumerOffsetTable
 from metadata.consumer_offsets import parse_document as parse_offsets
 from metadata.message import MessageDraft, StoredMessage
 from metadata.names import dlq_topic, retry_topic
+from metadata.replica_metadata import Adopt, Adoption, SyncDirection, adopted_offsets, decide_adoption
 from metadata.status import Code, RequestRejected
 from scheduler.pop.decisions import PopContext, PopPlan, PopRejection, decide_ack, decide_change, plan_fifo_redelivery, plan_new
 from scheduler.pop.receipt import ReceiptHandle, decode
@@ -107,6 +109,17 @@ class PopService:
         offsets = self.keeper.document_to_persist(self.clock.now_ms())
         if offsets is not None:
             write_document(self.offset_path, offsets)
+
+    def adopt_offsets(self, remote: ConsumerOffsetTable, direction: SyncDirection = SyncDirection.FROM_MASTER) -> Adoption:
+        """Take a peer's offset table with its DataVersion when ``decide_adoption`` says so;
+        the file is written before the table is used."""
+        local = self.keeper.versioned_table(self.clock.now_ms())
+        decision = decide_adoption(local.data_version, remote.data_version, direction)
+        if isinstance(decision, Adopt):
+            table = adopted_offsets(local, remote, direction)
+            write_document(self.offset_path, table.to_document())
+            self.keeper.adopt(table)
+        return decision
 
     def _apply(self, record: Record) -> None:
         for commit in self.table.apply(record):

@@ -9,13 +9,20 @@ Rules (the index rules are in ``scheduler.timer``):
   unknown is NOT_FOUND.
 - ``config/timerCheckpoint.json`` holds the index and both cursors; start loads it and
   rescans the timer and op topics from the cursors.
+- The checkpoint carries a DataVersion (RocketMQ's timer checkpoint has one too) that is
+  bumped whenever the index changed since the last bump, when it is written or handed to a
+  peer (:meth:`TimerService.versioned_checkpoint`).  :meth:`TimerService.adopt_checkpoint`
+  replaces the index by a peer's checkpoint with its DataVersion; the cursors are commit-log
+  queue offsets, equal on every replica of the group.
 """
 from __future__ import annotations
 
 import logging
 from pathlib import Path
 
+from metadata.data_version import DataVersion
 from metadata.message import MessageDraft, Prop, StoredMessage
+from metadata.replica_metadata import Adopt, Adoption, SyncDirection, VersionedDocument, decide_adoption
 from metadata.status import Code, RequestRejected
 from scheduler.timer import TIMER_OP_TOPIC, TIMER_TOPIC, RecallHandle, TimerIndex, decode_recall_handle
 from services.broker.config import BrokerConfig
@@ -40,16 +47,23 @@ def real_draft(message: StoredMessage) -> MessageDraft:
                                       queue_id=int(message.properties[Prop.REAL_QUEUE_ID]), properties=properties)
 
 
+def _parse_checkpoint(document) -> tuple[TimerIndex, DataVersion]:
+    return TimerIndex.from_document(document), DataVersion.from_json(document.get("dataVersion", {}), "timer dataVersion")
+
+
 class TimerService:
     def __init__(self, config: BrokerConfig, store, clock, config_dir: Path):
         self.config, self.store, self.clock = config, store, clock
         self.path = config_dir / CHECKPOINT_FILE
         self.index = TimerIndex()
+        self.data_version = DataVersion()
+        self._versioned_document: dict | None = None  # the index document data_version covers
         self._delivering: set[int] = set()
 
     def recover(self) -> None:
-        document = read_document(self.path, lambda doc: doc)
-        self.index = TimerIndex.from_document(document) if document else TimerIndex()
+        loaded = read_document(self.path, _parse_checkpoint)
+        self.index, self.data_version = loaded if loaded is not None else (TimerIndex(), DataVersion())
+        self._versioned_document = self.index.to_document()
         self.catch_up()
 
     def catch_up(self) -> None:
@@ -66,9 +80,28 @@ class TimerService:
         self.index.scan_offset = scan(self.store, TIMER_TOPIC, self.index.scan_offset, index_one)
         self.index.op_offset = scan(self.store, TIMER_OP_TOPIC, self.index.op_offset, apply_op)
 
-    def persist(self) -> None:
+    def versioned_checkpoint(self) -> VersionedDocument:
+        """The caught-up index document, its DataVersion bumped first if the index changed."""
         self.catch_up()
-        write_document(self.path, self.index.to_document())
+        document = self.index.to_document()
+        if document != self._versioned_document:
+            self.data_version = self.data_version.next_version(self.clock.now_ms())
+            self._versioned_document = document
+        return VersionedDocument(self.data_version, document)
+
+    def persist(self) -> None:
+        checkpoint = self.versioned_checkpoint()
+        write_document(self.path, {**checkpoint.document, "dataVersion": checkpoint.data_version.to_json()})
+
+    def adopt_checkpoint(self, remote: VersionedDocument, direction: SyncDirection = SyncDirection.FROM_MASTER) -> Adoption:
+        """Take a peer's checkpoint with its DataVersion when ``decide_adoption`` says so."""
+        decision = decide_adoption(self.versioned_checkpoint().data_version, remote.data_version, direction)
+        if isinstance(decision, Adopt):
+            index = TimerIndex.from_document(remote.document)
+            document = index.to_document()
+            write_document(self.path, {**document, "dataVersion": remote.data_version.to_json()})
+            self.index, self.data_version, self._versioned_document = index, remote.data_version, document
+        return decision
 
     async def schedule(self, draft: MessageDraft, due_ms: int) -> tuple[StoredMessage, str]:
         stored = (await self.store.put([timer_draft(draft, due_ms)]))[0]

@@ -8,6 +8,8 @@ Rules:
   broker's own logs) are created on demand with one read-write queue.
 - A send checks: the topic exists, is writable (else FORBIDDEN) and accepts the message type
   (else MESSAGE_PROPERTY_CONFLICT_WITH_TYPE).
+- :meth:`TopicManager.adopt` replaces the table by a peer's (with the peer's DataVersion, not
+  a bump) as ``metadata.replica_metadata`` decides; nothing is written when it keeps.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from pathlib import Path
 from metadata.data_version import DataVersion
 from metadata.message import MessageType
 from metadata.names import is_system_topic
+from metadata.replica_metadata import Adopt, Adoption, SyncDirection, adopted_topics, decide_adoption
 from metadata.status import Code, RequestRejected
 from metadata.topic_config import PERM_READ, PERM_WRITE, TopicConfig, TopicTable
 from services.broker.config import BrokerConfig
@@ -48,6 +51,14 @@ class TopicManager:
         self.table = self.table.without_topic(topic, self.table.data_version.next_version(now_ms))
         write_document(self.path, self.table.to_document())
         return True
+
+    def adopt(self, remote: TopicTable, direction: SyncDirection = SyncDirection.FROM_MASTER) -> Adoption:
+        decision = decide_adoption(self.table.data_version, remote.data_version, direction)
+        if isinstance(decision, Adopt):
+            table = adopted_topics(self.table, remote)
+            write_document(self.path, table.to_document())
+            self.table = table
+        return decision
 
     def ensure_system_topic(self, topic: str, now_ms: int, queues: int = 1) -> TopicConfig:
         existing = self.get(topic)

@@ -256,6 +256,40 @@ class AdminGetConsumerOffsetsResponse(_message.Message):
     data_version: AdminDataVersion
     def __init__(self, broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ..., role: _Optional[str] = ..., document: _Optional[str] = ..., data_version: _Optional[_Union[AdminDataVersion, _Mapping]] = ...) -> None: ...
 
+class AdminGetReplicaMetadataRequest(_message.Message):
+    __slots__ = ("broker_name", "broker_id")
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    broker_id: int
+    def __init__(self, broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ...) -> None: ...
+
+class AdminReplicaDocument(_message.Message):
+    __slots__ = ("document", "data_version")
+    DOCUMENT_FIELD_NUMBER: _ClassVar[int]
+    DATA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    document: str
+    data_version: AdminDataVersion
+    def __init__(self, document: _Optional[str] = ..., data_version: _Optional[_Union[AdminDataVersion, _Mapping]] = ...) -> None: ...
+
+class AdminGetReplicaMetadataResponse(_message.Message):
+    __slots__ = ("broker_name", "broker_id", "role", "topics", "subscription_groups", "consumer_offsets", "timer_checkpoint")
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    SUBSCRIPTION_GROUPS_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    TIMER_CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    broker_id: int
+    role: str
+    topics: AdminReplicaDocument
+    subscription_groups: AdminReplicaDocument
+    consumer_offsets: AdminReplicaDocument
+    timer_checkpoint: AdminReplicaDocument
+    def __init__(self, broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ..., role: _Optional[str] = ..., topics: _Optional[_Union[AdminReplicaDocument, _Mapping]] = ..., subscription_groups: _Optional[_Union[AdminReplicaDocument, _Mapping]] = ..., consumer_offsets: _Optional[_Union[AdminReplicaDocument, _Mapping]] = ..., timer_checkpoint: _Optional[_Union[AdminReplicaDocument, _Mapping]] = ...) -> None: ...
+
 class AdminAddBrokerRequest(_message.Message):
     __slots__ = ("config_path",)
     CONFIG_PATH_FIELD_NUMBER: _ClassVar[int]

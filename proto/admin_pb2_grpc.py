@@ -84,6 +84,11 @@ class BrokerAdminStub:
                 request_serializer=proto_dot_admin__pb2.AdminGetConsumerOffsetsRequest.SerializeToString,
                 response_deserializer=proto_dot_admin__pb2.AdminGetConsumerOffsetsResponse.FromString,
                 _registered_method=True)
+        self.GetReplicaMetadata = channel.unary_unary(
+                '/relaymq.internal.v1.BrokerAdmin/GetReplicaMetadata',
+                request_serializer=proto_dot_admin__pb2.AdminGetReplicaMetadataRequest.SerializeToString,
+                response_deserializer=proto_dot_admin__pb2.AdminGetReplicaMetadataResponse.FromString,
+                _registered_method=True)
         self.AddBroker = channel.unary_unary(
                 '/relaymq.internal.v1.BrokerAdmin/AddBroker',
                 request_serializer=proto_dot_admin__pb2.AdminAddBrokerRequest.SerializeToString,
@@ -159,6 +164,12 @@ class BrokerAdminServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetReplicaMetadata(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def AddBroker(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -223,6 +234,11 @@ def add_BrokerAdminServicer_to_server(servicer, server):
                     servicer.GetConsumerOffsets,
                     request_deserializer=proto_dot_admin__pb2.AdminGetConsumerOffsetsRequest.FromString,
                     response_serializer=proto_dot_admin__pb2.AdminGetConsumerOffsetsResponse.SerializeToString,
+            ),
+            'GetReplicaMetadata': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetReplicaMetadata,
+                    request_deserializer=proto_dot_admin__pb2.AdminGetReplicaMetadataRequest.FromString,
+                    response_serializer=proto_dot_admin__pb2.AdminGetReplicaMetadataResponse.SerializeToString,
             ),
             'AddBroker': grpc.unary_unary_rpc_method_handler(
                     servicer.AddBroker,
@@ -505,6 +521,33 @@ class BrokerAdmin:
             '/relaymq.internal.v1.BrokerAdmin/GetConsumerOffsets',
             proto_dot_admin__pb2.AdminGetConsumerOffsetsRequest.SerializeToString,
             proto_dot_admin__pb2.AdminGetConsumerOffsetsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetReplicaMetadata(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/relaymq.internal.v1.BrokerAdmin/GetReplicaMetadata',
+            proto_dot_admin__pb2.AdminGetReplicaMetadataRequest.SerializeToString,
+            proto_dot_admin__pb2.AdminGetReplicaMetadataResponse.FromString,
             options,
             channel_credentials,
             insecure,

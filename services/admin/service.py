@@ -7,6 +7,8 @@ Rules:
   follow their master.
 - After a topic change the ``on_topics_changed(broker_name)`` callback runs (the container
   re-registers with the nameserver) before the reply, so a route query that follows sees it.
+- ``GetReplicaMetadata`` serves one broker's tables as one snapshot (slave sync and
+  pre-online pull it); it names a broker (and optionally its id), never "every broker".
 - Exceptions become gRPC statuses in exactly one place, :func:`_status_of`; details start
   with a named reason (``BAD_REQUEST``, ``BROKER_NOT_EXIST``, ``TOPIC_NOT_FOUND``, ...).
 """
@@ -27,6 +29,7 @@ from proto import admin_pb2_grpc as pb_grpc
 from services.admin import converters as conv
 from services.admin.add_broker_rules import AddBrokerRefused, check_config_path, check_new_broker
 from services.admin.container_api import AddBrokerError, BrokerNotExistError, ContainerAdminApi
+from services.admin.replica_converters import replica_metadata_to_proto
 from services.broker.admin_api import BrokerAdminApi
 
 log = logging.getLogger(__name__)
@@ -215,6 +218,17 @@ class BrokerAdminServicer(pb_grpc.BrokerAdminServicer):
         return pb.AdminGetConsumerOffsetsResponse(broker_name=broker.name, broker_id=broker.broker_id, role=broker.role,
                                                   document=table.dumps(),
                                                   data_version=conv.data_version_to_proto(table.data_version))
+
+    @_rpc
+    async def GetReplicaMetadata(self, request: pb.AdminGetReplicaMetadataRequest) -> pb.AdminGetReplicaMetadataResponse:
+        name = conv.broker_name(request.broker_name, required=True)
+        if not request.HasField("broker_id"):
+            return replica_metadata_to_proto(self._select(name)[0].replica_metadata())
+        wanted = conv.broker_id(request.broker_id)
+        broker = next((b for b in self.container.brokers().values() if b.name == name and b.broker_id == wanted), None)
+        if broker is None:
+            raise BrokerNotExistError(f"Broker not exist: {name} with brokerId {wanted}")
+        return replica_metadata_to_proto(broker.replica_metadata())
 
     # ---- brokers ----
 

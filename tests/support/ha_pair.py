@@ -36,6 +36,16 @@ class HaPair:
             container.start()
         return self
 
+    def slave_connected(self, broker: str) -> bool:
+        slaves = self.ha_status(broker)["slaves"]
+        return bool(slaves) and slaves[0]["connected"]
+
+    def caught_up(self, broker: str) -> bool:
+        status = self.ha_status(broker)
+        master, slaves = status["master"], status["slaves"]
+        return bool(master and "maxOffset" in master and slaves and slaves[0]["ackOffset"] == master["maxOffset"]
+                    and slaves[0]["maxOffset"] == master["maxOffset"])
+
     def close(self) -> None:
         for container in self.containers:
             container.kill()
@@ -61,9 +71,10 @@ class HaPair:
         assert result.returncode == 0, result.stderr
         return json.loads(result.stdout)["groups"][0]
 
-    def update_topic(self, topic: str, queues: int = 4) -> None:
+    def update_topic(self, topic: str, queues: int = 4, broker: str | None = None) -> None:
+        only = ("--broker", broker) if broker else ()
         result = self.containers[0].admin("update-topic", "--topic", topic, "--type", "NORMAL", "--queues", str(queues),
-                                          "--namesrv", self.nameserver.address)
+                                          "--namesrv", self.nameserver.address, *only)
         assert result.returncode == 0, result.stderr
 
 

@@ -126,3 +126,76 @@ async def _refuses(tmp_path):
         await group.server.stop(0)
         group.master_store.shutdown()
         group.slave_store.shutdown()
+
+
+def test_confirm_offset_freezes_while_a_member_is_gone_and_survives_restart(tmp_path):
+    asyncio.run(_freezes(tmp_path))
+
+
+async def _freezes(tmp_path):
+    group = Group(tmp_path, role=BrokerRole.ASYNC_MASTER, in_sync=1)
+    await group.start()
+    try:
+        await put(group, 0, 40)
+        await group.caught_up()
+        assert group.master.status()["syncStateSet"] == [0, 1]
+        confirmed = group.master.visible_offset()
+        assert confirmed == group.master_store.commit_log_max_offset
+        await group.slave.stop()
+        async with asyncio.timeout(10):
+            while group.master.streams:
+                await asyncio.sleep(0.02)
+        await put(group, 40, 40)
+        group.master.housekeeping()
+        # the slave is still a member: consumers of the master see only what it holds
+        assert group.master.visible_offset() == confirmed
+        seen = group.master_store.get("T", 0, 0, 100).messages
+        assert [m.queue_offset for m in seen] == list(range(10))
+        await asyncio.sleep(2.1)  # haMaxTimeSlaveNotCatchup
+        group.master.housekeeping()
+        assert group.master.status()["syncStateSet"] == [0]
+        assert len(group.master_store.get("T", 0, 0, 100).messages) == 20
+        slave_confirm = group.slave_store.confirm_offset
+        assert slave_confirm > 0
+    finally:
+        await group.server.stop(0)
+        group.master_store.shutdown()
+        group.slave_store.shutdown()
+    reopened = make_store(tmp_path / "slave")
+    try:
+        assert reopened.confirm_offset == slave_confirm
+    finally:
+        reopened.shutdown()
+
+
+def test_a_slave_ahead_of_its_restarted_master_is_cut_back_physically(tmp_path):
+    asyncio.run(_cut_back(tmp_path))
+
+
+async def _cut_back(tmp_path):
+    group = Group(tmp_path, role=BrokerRole.ASYNC_MASTER, in_sync=1)
+    await group.start()
+    await put(group, 0, 40)
+    await group.caught_up()
+    await group.slave.stop()
+    await group.server.stop(0)
+    group.master_store.shutdown()
+    # the master lost its tail (as an ASYNC_FLUSH master does in a crash): cut it offline
+    master_store = make_store(tmp_path / "master")
+    cut = master_store.get("T", 1, 5, 1).messages[0].commit_offset
+    master_store.truncate(cut)
+    master_store.shutdown()
+    slave_store = group.slave_store
+    group = Group(tmp_path, role=BrokerRole.ASYNC_MASTER, in_sync=1, master_store=make_store(tmp_path / "master"),
+                  slave_store=slave_store)
+    await group.start()
+    try:
+        await group.caught_up()
+        assert group.slave_store.commit_log_max_offset == cut
+        assert log_bytes(group.slave_store) == log_bytes(group.master_store)
+        assert group.slave_store.max_offset("T", 1) == 5
+        await put(group, 100, 8)
+        await group.caught_up()
+        assert log_bytes(group.slave_store) == log_bytes(group.master_store)
+    finally:
+        await group.stop()

@@ -36,6 +36,7 @@ from services.broker.replica_metadata import adopt
 log = logging.getLogger(__name__)
 
 AddressSource = Callable[[], Union[str, None, Awaitable[Union[str, None]]]]
+TopicsChanged = Callable[[], Union[None, Awaitable[None]]]
 
 
 class SyncOutcome(str, Enum):
@@ -78,11 +79,15 @@ class SyncReport:
 
 
 class MetadataSync:
-    def __init__(self, broker, master_admin_address: AddressSource, clock: Clock):
+    def __init__(self, broker, master_admin_address: AddressSource, clock: Clock,
+                 on_topics_changed: TopicsChanged | None = None):
         """``broker``: the slave :class:`services.broker.broker.Broker`; ``master_admin_address``:
         the admin (internal) address ``host:port`` of the container hosting its master, or None
-        while unknown (a plain or async callable, asked on every run)."""
+        while unknown (a plain or async callable, asked on every run); ``on_topics_changed``
+        (plain or async) runs after the topic table was adopted, e.g. to re-register the
+        broker with the nameserver; its failure is logged, the adoption stays."""
         self.broker, self.master_admin_address, self.clock = broker, master_admin_address, clock
+        self.on_topics_changed = on_topics_changed
         self.timeout_ms = broker.config.slave_synchronize_timeout_ms
         self.last_report: SyncReport | None = None
         self._client: AdminClient | None = None
@@ -95,7 +100,17 @@ class MetadataSync:
         report = await self._sync()
         self._log(report)
         self.last_report = report
+        if report.topics_changed and self.on_topics_changed is not None:
+            await self._topics_changed()
         return report
+
+    async def _topics_changed(self) -> None:
+        try:
+            result = self.on_topics_changed()
+            if inspect.isawaitable(result):
+                await result
+        except Exception:  # the adopted table is durable; registration retries on its own schedule
+            log.exception("metadata sync of %s-%s: topics-changed callback failed", self.broker.name, self.broker.broker_id)
 
     async def close(self) -> None:
         if self._client is not None:

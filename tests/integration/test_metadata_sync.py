@@ -14,6 +14,7 @@ from metadata.subscription_group import SubscriptionGroupConfig
 from metadata.topic_config import TopicConfig
 from proto import admin_pb2 as pb
 from proto import admin_pb2_grpc as pb_grpc
+from scheduler.periodic import PeriodicTasks
 from services.admin.client import AdminClient, AdminRejected
 from services.admin.service import add_admin_service
 from services.broker.config import BrokerRole
@@ -91,13 +92,17 @@ def test_slave_adopts_master_metadata_with_its_versions_idempotently_and_keeps_i
         master, slave = await start_pair(tmp_path)
         await load_master(master)
         server, address = await serve(OneContainer(master.broker))
-        sync = MetadataSync(slave.broker, lambda: address, slave.clock)
+        registrations = []
+
+        async def register():
+            registrations.append(slave.broker.topic_table().data_version)
+        sync = MetadataSync(slave.broker, lambda: address, slave.clock, on_topics_changed=register)
         try:
             report = await sync.sync_once()
             assert report.outcome is SyncOutcome.SYNCED, report
             assert set(report.adopted) == ITEMS
             assert report.adopted == master.broker.replica_metadata().versions()
-            assert report.topics_changed
+            assert report.topics_changed and registrations == [master.broker.topic_table().data_version]
             assert_same_metadata(slave, master)
             assert slave.broker.consumer_offset_table().get("orders", "G", 0) is not None
             assert slave.broker.timer.index.pending  # the master's pending delay message
@@ -111,6 +116,7 @@ def test_slave_adopts_master_metadata_with_its_versions_idempotently_and_keeps_i
             await master.broker.upsert_topic(TopicConfig("added", 1, 1))
             third = await sync.sync_once()
             assert set(third.adopted) == {"topics"} and "added" in slave.broker.topic_table().topics
+            assert len(registrations) == 2  # re-registered once per adopted topic table, not on the idempotent run
 
             await slave.restart()
             assert_same_metadata(slave, master)
@@ -214,6 +220,32 @@ def test_get_replica_metadata_validates_the_request_at_the_edge(tmp_path):
             assert (of_slave.broker_id, of_slave.role) == (1, "SLAVE")  # what pre-online will pull
         finally:
             await client.close()
+            await server.stop(0)
+            await master.stop()
+            await slave.stop()
+    asyncio.run(scenario())
+
+
+def test_declared_periodic_task_keeps_the_slave_in_step(tmp_path):
+    async def scenario():
+        master, slave = await start_pair(tmp_path, slave_synchronize_period_ms=50)
+        await load_master(master)
+        server, address = await serve(OneContainer(master.broker))
+        tasks = PeriodicTasks("container")
+        sync = MetadataSync(slave.broker, lambda: address, slave.clock)
+        sync.declare_on(tasks)
+        tasks.start()
+        try:
+            await master.broker.upsert_topic(TopicConfig("fresh", 1, 1))
+            for _ in range(200):
+                if "fresh" in slave.broker.topic_table().topics:
+                    break
+                await asyncio.sleep(0.025)
+            assert_same_metadata(slave, master)
+            assert tasks.failures == {}
+        finally:
+            await tasks.stop()
+            await sync.close()
             await server.stop(0)
             await master.stop()
             await slave.stop()

@@ -185,14 +185,14 @@ def topic_status(args: Any) -> int:
     async def collect() -> list[dict]:
         brokers = []
         for group in (await _route(args)).brokers:
-            master = group.addresses.get(0)
-            if master is None:
-                continue
-            reply = await _admin_call(master.address, "TopicStatus",
-                                      apb.AdminTopicStatusRequest(broker_name=group.broker_name, topic=args.topic), args.timeout_ms)
-            brokers += [{"brokerName": b.broker_name, "brokerId": b.broker_id, "role": b.role, "address": master.address,
-                         "queues": [{"queueId": q.queue_id, "minOffset": q.min_offset, "maxOffset": q.max_offset,
-                                     "lastUpdateMs": q.last_update_ms} for q in b.queues]} for b in reply.brokers]
+            for broker_id, member in sorted(group.addresses.items()):  # the master and its slaves
+                reply = await _admin_call(member.address, "TopicStatus",
+                                          apb.AdminTopicStatusRequest(broker_name=group.broker_name, topic=args.topic),
+                                          args.timeout_ms)
+                brokers += [{"brokerName": b.broker_name, "brokerId": b.broker_id, "role": b.role, "address": member.address,
+                             "queues": [{"queueId": q.queue_id, "minOffset": q.min_offset, "maxOffset": q.max_offset,
+                                         "lastUpdateMs": q.last_update_ms} for q in b.queues]}
+                            for b in reply.brokers if b.broker_id == broker_id]
         return brokers
     document = {"topic": args.topic, "brokers": _run(collect())}
     return _emit(args, document, lambda d: table(

@@ -22,7 +22,9 @@ from scheduler.clock import Clock
 from services.broker.api import TransactionCheckSink
 from services.broker.broker import Broker
 from services.broker.config import BrokerConfig, BrokerRole
+from scheduler.periodic import PeriodicTasks
 from services.ha.master import ReplicationMaster
+from services.ha.metadata_sync import MetadataSync
 from services.ha.slave import ReplicationSlave
 from store.config import StoreConfig
 from store.message_store import MessageStore
@@ -95,6 +97,8 @@ class HostedBroker:
     store: MessageStore
     broker: Broker
     replication: ReplicationMaster | ReplicationSlave | None = None
+    metadata_sync: MetadataSync | None = None
+    tasks: PeriodicTasks | None = None
 
     @property
     def name(self) -> str:
@@ -119,8 +123,9 @@ async def open_broker(spec: BrokerSpec, clock: Clock, sink: TransactionCheckSink
     return HostedBroker(spec, store, broker)
 
 
-def start_replication(hosted: HostedBroker, clock: Clock, master_address) -> None:
-    """A master serves its slaves' streams; a slave starts copying from ``await master_address()``."""
+def start_replication(hosted: HostedBroker, clock: Clock, master_address, on_topics_changed=None) -> None:
+    """A master serves its slaves' streams; a slave starts copying from ``await master_address()``
+    and syncing its metadata (topics, groups, offsets, timer checkpoint) from the same master."""
     spec = hosted.spec
     if spec.broker.is_master:
         hosted.replication = ReplicationMaster(hosted.name, hosted.store, spec.ha, clock,
@@ -130,11 +135,19 @@ def start_replication(hosted: HostedBroker, clock: Clock, master_address) -> Non
         hosted.replication = ReplicationSlave(hosted.name, spec.broker.broker_id, hosted.store, spec.ha, clock,
                                               master_address)
         hosted.replication.start()
+        hosted.metadata_sync = MetadataSync(hosted.broker, master_address, clock, on_topics_changed)
+        hosted.tasks = PeriodicTasks(f"replication {spec.canonical_name}")
+        hosted.metadata_sync.declare_on(hosted.tasks, initial_delay_ms=1_000)
+        hosted.tasks.start()
     hosted.broker.replication_status = hosted.replication.status
 
 
 async def close_broker(hosted: HostedBroker) -> None:
     try:
+        if hosted.tasks is not None:
+            await hosted.tasks.stop()
+        if hosted.metadata_sync is not None:
+            await hosted.metadata_sync.close()
         if isinstance(hosted.replication, ReplicationSlave):
             await hosted.replication.stop()
         await hosted.broker.stop()

@@ -152,7 +152,8 @@ class BrokerContainer:
     async def _open(self, spec: BrokerSpec) -> HostedBroker:
         hosted = await open_broker(spec, self.clock, self.directory.sink)
         self.hosted[spec.broker.broker_name + f"#{spec.broker.broker_id}"] = hosted
-        start_replication(hosted, self.clock, lambda: self._master_address(hosted))
+        start_replication(hosted, self.clock, lambda: self._master_address(hosted),
+                          on_topics_changed=lambda: self._topics_changed(hosted.name))
         return hosted
 
     async def _master_address(self, hosted: HostedBroker) -> str | None:

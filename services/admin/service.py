@@ -184,11 +184,15 @@ class BrokerAdminServicer(pb_grpc.BrokerAdminServicer):
         name = conv.broker_name(request.broker_name)
         replies = []
         for broker in self._select(name):
-            if topic not in broker.topic_table().topics:
+            try:  # a slave answers from its store even before its metadata sync brought the topic
+                statuses = broker.topic_status(topic)
+            except RequestRejected as rejected:
+                if rejected.code is not Code.TOPIC_NOT_FOUND:
+                    raise
                 if name:
-                    raise AdminRefused(grpc.StatusCode.NOT_FOUND, "TOPIC_NOT_FOUND", f"{name} has no topic {topic}")
+                    raise AdminRefused(grpc.StatusCode.NOT_FOUND, "TOPIC_NOT_FOUND", f"{name} has no topic {topic}") from None
                 continue
-            queues = [conv.queue_status_to_proto(q) for q in broker.topic_status(topic)]
+            queues = [conv.queue_status_to_proto(q) for q in statuses]
             replies.append(pb.AdminBrokerTopicStatus(broker_name=broker.name, broker_id=broker.broker_id,
                                                      role=broker.role, queues=queues))
         return pb.AdminTopicStatusResponse(topic=topic, brokers=replies)

@@ -176,10 +176,13 @@ class Broker:
 
     def topic_status(self, topic: str) -> list[QueueStatus]:
         config = self.topics.get(topic)
-        if config is None:
+        stored = self.store.queues().get(topic, [])
+        if config is None and not stored:
             raise RequestRejected(Code.TOPIC_NOT_FOUND, f"topic {topic} does not exist on broker {self.name}")
+        # a slave may hold a topic's messages before its metadata sync brought the topic's config
+        queue_ids = sorted(set(range(config.queue_nums if config else 0)) | set(stored))
         rows = []
-        for queue_id in range(config.queue_nums):
+        for queue_id in queue_ids:
             max_offset = self.store.max_offset(topic, queue_id)
             newest = self.store.get(topic, queue_id, max_offset - 1, 1).messages if max_offset > 0 else []
             rows.append(QueueStatus(queue_id, self.store.min_offset(topic, queue_id), max_offset,

@@ -6,6 +6,7 @@ its container stopped.
 """
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -109,6 +110,12 @@ def test_slave_killed_under_load_catches_up_byte_for_byte(pair_factory):
     assert slave_bytes == master_bytes
     status = pair.ha_status("broker-a")
     assert status["slaves"][0]["lagMessages"] == 0 and status["slaves"][0]["lagBytes"] == 0
+    result = pair.containers[0].admin("topic-status", "--topic", "Load", "--namesrv", pair.nameserver.address, "--json")
+    assert result.returncode == 0, result.stderr
+    replicas = {b["brokerId"]: {q["queueId"]: (q["minOffset"], q["maxOffset"]) for q in b["queues"]}
+                for b in json.loads(result.stdout)["brokers"]}
+    assert set(replicas) == {0, 1}
+    assert replicas[0] == replicas[1] and sum(high for _, high in replicas[0].values()) >= len(load.acked)
 
 
 def test_master_killed_under_sync_master_every_acked_message_is_on_the_slave(pair_factory):

@@ -17,6 +17,7 @@ SECTIONS = (
     ("Client protocol (top level of a container file)", "services.messaging.config", "MessagingConfig"),
     ("Broker (each [[broker]] table or broker file)", "services.broker.config", "BrokerConfig"),
     ("Store (each [[broker]] table or broker file)", "store.config", "StoreConfig"),
+    ("Replication (each [[broker]] table or broker file)", "ha.replication.config", "HaConfig"),
     ("Nameserver (standalone file, or top level of a container file)", "services.nameserver.config", "NamesrvConfig"),
     ("Controller (controller file, or nameserver file with enableControllerInNamesrv)", "services.controller.config", "ControllerConfig"),
 )

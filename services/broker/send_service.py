@@ -55,29 +55,27 @@ class SendService:
         (DELAY, TRANSACTION, ids already answered or in progress) go one by one, in order."""
         outcomes: list[SendOutcome] = []
         run: list[SendItem] = []
+        run_keys: set[tuple[str, str]] = set()
         for item in items:
-            if self._joins_run(item, run):
-                run.append(item)
-                continue
-            outcomes += await self._put_run(run)
-            run = []
-            if self._joins_run(item, run):
-                run.append(item)
-            else:
-                outcomes.append(await self._send_deduplicated(item))
+            if not self._joins_run(item, run, run_keys):
+                outcomes += await self._put_run(run)
+                run, run_keys = [], set()
+                if not self._joins_run(item, run, run_keys):
+                    outcomes.append(await self._send_deduplicated(item))
         outcomes += await self._put_run(run)
         return outcomes
 
-    def _joins_run(self, item: SendItem, run: list[SendItem]) -> bool:
+    def _joins_run(self, item: SendItem, run: list[SendItem], run_keys: set[tuple[str, str]]) -> bool:
+        """Append ``item`` to ``run`` if it may share the run's put; say whether it did."""
         if item.message_type not in _PLAIN or len(run) >= self.store.config.max_batch_put:
             return False
-        message_id = item.draft.message_id
-        if not message_id:
-            return True
-        key = (item.draft.topic, message_id)
-        if key in self._in_progress or self.dedupe.lookup(*key, self.clock.now_ms()) is not None:
-            return False
-        return all((other.draft.topic, other.draft.message_id) != key for other in run)
+        key = (item.draft.topic, item.draft.message_id)
+        if key[1]:
+            if key in run_keys or key in self._in_progress or self.dedupe.lookup(*key, self.clock.now_ms()) is not None:
+                return False
+            run_keys.add(key)
+        run.append(item)
+        return True
 
     async def _put_run(self, run: list[SendItem]) -> list[SendOutcome]:
         """One put for ``run``; its ids are in progress until it returns (a retry awaits it)."""

@@ -11,6 +11,7 @@ Rules:
 """
 from __future__ import annotations
 
+import re
 import zlib
 from dataclasses import dataclass
 
@@ -45,9 +46,12 @@ def reject(code: Code, message: str) -> RequestRejected:
     return RequestRejected(code, message)
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
 def has_control_character(text: str) -> bool:
     """Java's ``Character.isISOControl``: U+0000..U+001F and U+007F..U+009F."""
-    return any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in text)
+    return _CONTROL.search(text) is not None
 
 
 def client_context(metadata) -> ClientContext:

@@ -39,8 +39,25 @@ def _metrics_sink() -> grpc.GenericRpcHandler:
     return grpc.method_handlers_generic_handler("opentelemetry.proto.collector.metrics.v1.MetricsService", {"Export": handler})
 
 
+class _GenericHandlersOnly:
+    """The generated ``add_..._to_server`` also registers every method with the core.  grpc.aio
+    then keeps one pending request-call future per registered method and ``asyncio.wait``s on
+    all of them (22 for MessagingService) for every incoming call; with the generic handler
+    alone it waits on one, as a bare echo server does.  Method paths and handlers are the same."""
+
+    def __init__(self, server: grpc.aio.Server):
+        self._server = server
+
+    def add_generic_rpc_handlers(self, handlers) -> None:
+        self._server.add_generic_rpc_handlers(handlers)
+
+    def add_registered_method_handlers(self, service_name: str, handlers) -> None:
+        pass
+
+
 def add_messaging_services(server: grpc.aio.Server, directory: BrokerDirectory, config: MessagingConfig, clock) -> ClientRegistry:
     registry = ClientRegistry(config, clock)
-    service_grpc.add_MessagingServiceServicer_to_server(MessagingService(directory, config, clock, registry), server)
+    service_grpc.add_MessagingServiceServicer_to_server(MessagingService(directory, config, clock, registry),
+                                                        _GenericHandlersOnly(server))
     server.add_generic_rpc_handlers((_metrics_sink(),))
     return registry

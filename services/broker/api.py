@@ -15,6 +15,7 @@ from enum import Enum
 from typing import Mapping, Protocol, Sequence
 
 from metadata.message import MessageDraft, MessageType, StoredMessage
+from metadata.status import RequestRejected
 
 
 class FilterType(str, Enum):
@@ -100,6 +101,9 @@ class BrokerApi(Protocol):
     async def receive(self, request: ReceiveRequest) -> list[Delivery]: ...
 
     async def ack(self, group: str, topic: str, message_id: str, receipt_handle: str) -> None: ...
+
+    async def ack_many(self, group: str, topic: str, receipt_handles: Sequence[str]) -> list[RequestRejected | None]:
+        """One durable write for all; per handle None (acked) or the rejection of that one."""
 
     async def change_invisible_duration(self, group: str, topic: str, message_id: str, receipt_handle: str, invisible_ms: int) -> str: ...
 

@@ -124,6 +124,10 @@ class Broker:
         self._writable()
         await self.pop.ack(group, receipt_handle)
 
+    async def ack_many(self, group: str, topic: str, receipt_handles: Sequence[str]) -> list[RequestRejected | None]:
+        self._writable()
+        return await self.pop.ack_many(group, receipt_handles)
+
     async def change_invisible_duration(self, group: str, topic: str, message_id: str, receipt_handle: str, invisible_ms: int) -> str:
         self._writable()
         return await self.pop.change_invisible(group, receipt_handle, invisible_ms)

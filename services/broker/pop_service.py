@@ -207,9 +207,14 @@ class PopService:
             return plan_fifo_redelivery(key, state, messages, context, next_seq)
         if state.unacked >= context.inflight_max:
             return PopPlan(None, ())
-        result = self.store.get(key.topic, key.queue_id, state.pop_offset, self.config.pop_scan_max)
+        # without a tag filter every message read is delivered: read no more than fit (decoding
+        # popScanMax records to deliver 32 was most of a receive's cost)
+        count = self.config.pop_scan_max
+        if context.tags is None:
+            count = max(1, min(count, context.batch, context.inflight_max - state.unacked))
+        result = self.store.get(key.topic, key.queue_id, state.pop_offset, count)
         if result.status is GetStatus.OFFSET_TOO_SMALL:  # trimmed by retention: skip to the oldest kept
-            result = self.store.get(key.topic, key.queue_id, result.next_offset, self.config.pop_scan_max)
+            result = self.store.get(key.topic, key.queue_id, result.next_offset, count)
         return plan_new(key, state, result.messages, context, next_seq)
 
     async def _deliver(self, group: str, plans: list[PopPlan]) -> list[Delivery]:
@@ -229,12 +234,26 @@ class PopService:
 
     # ---- ack, change, forward ---------------------------------------------------------------
     async def ack(self, group: str, receipt_handle: str) -> None:
-        decision = decide_ack(self.table, group, decode(receipt_handle))
-        if isinstance(decision, PopRejection):
-            raise RequestRejected(Code.INVALID_RECEIPT_HANDLE, "receipt handle is stale, expired or unknown")
-        if decision is not None:
-            await self._write([decision])
-            self._apply(decision)
+        (rejection,) = await self.ack_many(group, [receipt_handle])
+        if rejection is not None:
+            raise rejection
+
+    async def ack_many(self, group: str, receipt_handles: Sequence[str]) -> list[RequestRejected | None]:
+        """Ack in one pop-log put (one write, one shared fdatasync), then apply; per handle None
+        (acked, or already) or why it was refused."""
+        records: list[AckRecord] = []
+        results: list[RequestRejected | None] = []
+        for receipt_handle in receipt_handles:
+            decision = decide_ack(self.table, group, decode(receipt_handle))
+            if isinstance(decision, PopRejection):
+                results.append(RequestRejected(Code.INVALID_RECEIPT_HANDLE, "receipt handle is stale, expired or unknown"))
+                continue
+            results.append(None)
+            if decision is not None:
+                records.append(decision)
+        if records:
+            await self._ack_all(records)
+        return results
 
     async def change_invisible(self, group: str, receipt_handle: str, invisible_ms: int) -> str:
         decision = decide_change(self.table, group, decode(receipt_handle), invisible_ms, self.clock.now_ms())

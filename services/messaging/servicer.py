@@ -216,16 +216,23 @@ class MessagingService(service_grpc.MessagingServiceServicer):
 
     async def _ack(self, request, client, context):
         group, topic, entries = converters.ack_entries(request, self._config)
-        results = []
-        for entry, raw in zip(entries, request.entries):
+        statuses: list[pb.Status | None] = [None] * len(entries)
+        by_broker: dict[str, list[int]] = {}
+        for index, entry in enumerate(entries):
+            by_broker.setdefault(entry.broker_name, []).append(index)
+        for name, indexes in by_broker.items():  # one durable write per broker, not per entry
             try:
-                broker = self._broker_named(entry.broker_name)
-                await broker.ack(group, topic, entry.message_id, entry.receipt_handle)
-                metrics.MESSAGES_ACKED.labels(broker.name, topic).inc()
-                status = responses.OK
-            except Exception as error:  # noqa: BLE001 - one entry's failure is that entry's status
-                status = self._failure("AckMessage", error)
-            results.append(service.AckMessageResultEntry(message_id=raw.message_id, receipt_handle=raw.receipt_handle, status=status))
+                broker = self._broker_named(name)
+                rejections = await broker.ack_many(group, topic, [entries[i].receipt_handle for i in indexes])
+                assert len(rejections) == len(indexes), "the broker answers every handle"
+                for index, rejection in zip(indexes, rejections):
+                    statuses[index] = responses.OK if rejection is None else self._failure("AckMessage", rejection)
+                metrics.MESSAGES_ACKED.labels(broker.name, topic).inc(rejections.count(None))
+            except Exception as error:  # noqa: BLE001 - a broker's failure is the status of its entries
+                for index in indexes:
+                    statuses[index] = self._failure("AckMessage", error)
+        results = [service.AckMessageResultEntry(message_id=raw.message_id, receipt_handle=raw.receipt_handle, status=status)
+                   for raw, status in zip(request.entries, statuses)]
         return service.AckMessageResponse(status=_overall(results), entries=results)
 
     async def ChangeInvisibleDuration(self, request, context):

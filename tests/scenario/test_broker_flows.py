@@ -118,6 +118,33 @@ def test_a_batch_is_one_put_in_order_and_duplicates_inside_it_or_in_flight_are_n
     run(scenario())
 
 
+def test_ack_many_is_one_write_and_answers_each_handle(harness):
+    async def scenario():
+        broker = await _with_topic(harness, queues=1)
+        for i in range(4):
+            await harness.send("T", bytes([65 + i]))
+        got = await harness.receive("G", "T")
+        puts = []
+        real_put = harness.store.put
+
+        async def counting_put(drafts):
+            puts.append(len(drafts))
+            return await real_put(drafts)
+        harness.store.put = counting_put
+        handles = [d.receipt_handle for d in got[:3]] + ["garbage", got[0].receipt_handle]
+        results = await broker.ack_many("G", "T", handles)
+        assert puts == [4]  # three acks and the repeated one: a single pop-log put
+        assert results[:3] == [None] * 3 and results[4] is None
+        assert isinstance(results[3], RequestRejected) and results[3].code is Code.INVALID_RECEIPT_HANDLE
+        assert (await broker.ack_many("G", "T", [got[0].receipt_handle])) == [None]  # already acked: OK
+        harness.clock.advance(60_000)
+        await broker.run_revive()
+        again = await harness.receive("G", "T")
+        assert [d.message.body for d in again] == [b"D"]  # only the unacked one comes back
+        await harness.stop()
+    run(scenario())
+
+
 def test_send_receive_ack_and_duplicate_send_is_deduplicated(harness):
     async def scenario():
         broker = await _with_topic(harness)

@@ -237,6 +237,16 @@ class FakeBroker:
         self._flight(group, topic, receipt_handle)
         del self._inflight[receipt_handle]
 
+    async def ack_many(self, group, topic, receipt_handles):
+        results = []
+        for receipt_handle in receipt_handles:
+            try:
+                await self.ack(group, topic, "", receipt_handle)
+                results.append(None)
+            except RequestRejected as rejection:
+                results.append(rejection)
+        return results
+
     async def change_invisible_duration(self, group, topic, message_id, receipt_handle, invisible_ms):
         self.calls.append(("change_invisible_duration", receipt_handle, invisible_ms))
         flight = self._inflight.pop(receipt_handle, None) or self._flight(group, topic, receipt_handle)

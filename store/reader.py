@@ -51,7 +51,9 @@ class Reader:
         limited = self.read_limit is not None and not queue.topic.startswith(SYSTEM_TOPIC_PREFIX)
         limit = self.read_limit() if limited else None
         while scanned < budget and len(messages) < max_count:
-            batch = queue.entries(cursor, min(budget - scanned, 1024))
+            # unfiltered, an entry is at most one message: decode no more entries than are wanted
+            want = 1024 if tag_codes is not None else max(max_count - len(messages), 16)
+            batch = queue.entries(cursor, min(budget - scanned, want, 1024))
             if not batch:
                 break
             for entry in batch:

@@ -23,10 +23,12 @@ from typing import Mapping
 
 import orjson
 
+from ha.controller.overlay import Overlay
 from ha.controller.events import (AlterSyncStateSetEvent, ApplyBrokerIdEvent, CleanBrokerDataEvent,
                                   ElectMasterEvent, Event, UpdateBrokerAddressEvent)
 
 SNAPSHOT_FORMAT = 1
+SNAPSHOT_CHUNK = 2_000  # broker sets per orjson call when encoding a snapshot
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,14 @@ class ReplicasInfo:
         self.sync_state_info_table: dict[str, SyncStateInfo] = {}
 
     def copy(self) -> "ReplicasInfo":
+        """A scratch copy in O(1): writes stay in it; this one must not change while it is used."""
+        other = ReplicasInfo()
+        other.replica_info_table = Overlay(self.replica_info_table)
+        other.sync_state_info_table = Overlay(self.sync_state_info_table)
+        return other
+
+    def detached(self) -> "ReplicasInfo":
+        """An independent copy (O(n) dict copies of frozen values): safe to encode in another thread."""
         other = ReplicasInfo()
         other.replica_info_table = dict(self.replica_info_table)
         other.sync_state_info_table = dict(self.sync_state_info_table)
@@ -164,15 +174,15 @@ class ReplicasInfo:
     # -- snapshots -------------------------------------------------------------------------
 
     def snapshot(self) -> bytes:
-        replicas = {name: {"clusterName": r.cluster_name, "nextAssignBrokerId": r.next_assign_broker_id,
-                           "brokers": {str(i): [b.address, b.register_check_code] for i, b in r.brokers.items()}}
-                    for name, r in self.replica_info_table.items()}
-        states = {name: {"clusterName": s.cluster_name, "masterEpoch": s.master_epoch,
-                         "syncStateSetEpoch": s.sync_state_set_epoch, "syncStateSet": sorted(s.sync_state_set),
-                         "masterBrokerId": s.master_broker_id}
-                  for name, s in self.sync_state_info_table.items()}
-        return orjson.dumps({"format": SNAPSHOT_FORMAT, "replicaInfoTable": replicas,
-                             "syncStateSetInfoTable": states}, option=orjson.OPT_SORT_KEYS)
+        """Both tables as JSON with sorted keys, encoded ``SNAPSHOT_CHUNK`` sets at a time.
+
+        One orjson call per chunk rather than one for the whole document: when a driver
+        encodes a ``detached()`` copy in a worker thread, the GIL changes hands between
+        chunks, so the event loop is never held for the whole encoding.
+        """
+        replicas = _encode_table(self.replica_info_table, _replica_json)
+        states = _encode_table(self.sync_state_info_table, _state_json)
+        return b'{"format":%d,"replicaInfoTable":%s,"syncStateSetInfoTable":%s}' % (SNAPSHOT_FORMAT, replicas, states)
 
     @classmethod
     def restore(cls, data: bytes) -> "ReplicasInfo":
@@ -190,3 +200,23 @@ class ReplicasInfo:
                                                               s["syncStateSetEpoch"], frozenset(s["syncStateSet"]),
                                                               s["masterBrokerId"])
         return state
+
+
+def _replica_json(r: BrokerReplicaInfo) -> dict:
+    return {"clusterName": r.cluster_name, "nextAssignBrokerId": r.next_assign_broker_id,
+            "brokers": {str(i): [b.address, b.register_check_code] for i, b in r.brokers.items()}}
+
+
+def _state_json(s: SyncStateInfo) -> dict:
+    return {"clusterName": s.cluster_name, "masterEpoch": s.master_epoch, "syncStateSetEpoch": s.sync_state_set_epoch,
+            "syncStateSet": sorted(s.sync_state_set), "masterBrokerId": s.master_broker_id}
+
+
+def _encode_table(table: Mapping, to_json) -> bytes:
+    """``{name: to_json(value), ...}`` in name order, one orjson call per ``SNAPSHOT_CHUNK`` names."""
+    names = sorted(table)
+    parts = []
+    for start in range(0, len(names), SNAPSHOT_CHUNK):
+        chunk = {name: to_json(table[name]) for name in names[start:start + SNAPSHOT_CHUNK]}
+        parts.append(orjson.dumps(chunk, option=orjson.OPT_SORT_KEYS)[1:-1])
+    return b"{" + b",".join(parts) + b"}"

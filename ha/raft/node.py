@@ -12,6 +12,9 @@ Rules:
   so a rejoining partitioned node cannot depose a healthy leader.
 - A new leader appends an empty entry before serving; it commits only entries of its
   own term by quorum; with check_quorum it steps down when a quorum stays silent.
+- tick() and step() may be called between ready() and advance() (the driver keeps time
+  and takes messages while it persists); only heartbeats_before_persist() may leave
+  before the Ready in flight is advanced.
 """
 
 from __future__ import annotations
@@ -302,6 +305,28 @@ class RaftNode:
             self._log.applied_to(max(ready.committed_entries[-1].index, self._log.applied))
         if ready.compaction is not None and ready.compaction == self._pending_compaction:
             self._pending_compaction = None
+
+    def heartbeats_before_persist(self) -> tuple[Message, ...]:
+        """Leader heartbeats that may be sent while a Ready is still being persisted.
+
+        Taken out of the next Ready so a slow fsync does not silence the leader past its
+        followers' election timeout.  A heartbeat promises nothing the disk has not got:
+        it leaves only when this node's current term is already durable (the last advanced
+        hard state), and its commit is clamped to the commit of that hard state, whose
+        entries were all persisted before it was advanced.  Everything else waits for
+        its Ready as usual.
+        """
+        durable = self._prev_hard
+        if self._role is not Role.LEADER or durable.term != self._term:
+            return ()
+        early, rest = [], []
+        for m in self._messages:
+            if m.kind is MessageKind.HEARTBEAT and m.term == self._term:
+                early.append(Message(m.kind, m.src, m.dst, m.term, commit=min(m.commit, durable.commit)))
+            else:
+                rest.append(m)
+        self._messages = rest
+        return tuple(early)
 
     def _send(self, message: Message) -> None:
         self._messages.append(message)

@@ -30,6 +30,7 @@ from scheduler.periodic import PeriodicTasks
 from services.controller.config import ControllerConfig
 from services.controller.machine import READ_BARRIER, ControllerMachine
 from services.controller.raft_driver import RaftDriver
+from services.controller.shutdown import cancel_and_wait
 from services.controller.watchers import Watchers
 
 log = logging.getLogger(__name__)
@@ -104,14 +105,15 @@ class Controller:
             batch = [await self._queue.get()]
             while len(batch) < self.config.batch_max and not self._queue.empty():
                 batch.append(self._queue.get_nowait())
-            await self._serve(batch)
+            try:
+                await self._serve(batch)
+            except asyncio.CancelledError:
+                self._fail(batch, ControllerUnavailable(ResponseCode.SYSTEM_ERROR, "controller stopped"))
+                raise
 
     async def _serve(self, batch: list[_Pending]) -> None:
         if not self.machine.serving:
-            error = self.not_leader()
-            for pending in batch:
-                if not pending.future.done():
-                    pending.future.set_exception(error)
+            self._fail(batch, self.not_leader())
             return
         scratch = self.machine.replicas.copy()
         now = self.clock.monotonic_ms()
@@ -126,15 +128,18 @@ class Controller:
         try:
             await self.driver.propose(payloads or [READ_BARRIER])
         except RaftError as exc:
-            error = self.not_leader() if isinstance(exc, NotLeader) else ControllerUnavailable(
-                ResponseCode.SYSTEM_ERROR, f"not committed: {exc}")
-            for pending in batch:
-                if not pending.future.done():
-                    pending.future.set_exception(error)
+            self._fail(batch, self.not_leader() if isinstance(exc, NotLeader) else ControllerUnavailable(
+                ResponseCode.SYSTEM_ERROR, f"not committed: {exc}"))
             return
         for pending, reply in zip(batch, replies):
             if not pending.future.done():
                 pending.future.set_result(reply)
+
+    @staticmethod
+    def _fail(batch: list[_Pending], error: ControllerUnavailable) -> None:
+        for pending in batch:
+            if not pending.future.done():
+                pending.future.set_exception(error)
 
     # -- periodic ---------------------------------------------------------------------------
 
@@ -167,15 +172,19 @@ class Controller:
         self.periodic.start()
 
     async def stop(self) -> None:
-        await self.periodic.stop()
-        if self._worker is not None:
-            self._worker.cancel()
+        """Stop periodic work, the worker and the driver; a cancelled caller still stops them."""
+        try:
+            await self.periodic.stop()
+        finally:
+            worker, self._worker = self._worker, None
             try:
-                await self._worker
-            except asyncio.CancelledError:
-                pass
+                await cancel_and_wait([worker])
+            finally:
+                self._fail_queued()
+                await self.driver.stop()
+
+    def _fail_queued(self) -> None:
         while not self._queue.empty():
             pending = self._queue.get_nowait()
             if not pending.future.done():
                 pending.future.set_exception(ControllerUnavailable(ResponseCode.SYSTEM_ERROR, "controller stopped"))
-        await self.driver.stop()

@@ -66,8 +66,9 @@ class ControllerMachine:
         name = event.broker_name
         self._publish(name, group_view(self.replicas, name) if self.replicas.exists(name) else None)
 
-    def snapshot(self) -> bytes:
-        return self.replicas.snapshot()
+    def snapshot_encoder(self) -> Callable[[], bytes]:
+        """The tables as they are now, to encode in a worker thread (values are frozen)."""
+        return self.replicas.detached().snapshot
 
     def restore(self, data: bytes) -> None:
         self.replicas = ReplicasInfo.restore(data)

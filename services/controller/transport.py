@@ -19,6 +19,7 @@ import grpc
 from ha.raft.types import Entry, Message, MessageKind, Snapshot, VoteRejection
 from proto import controller_pb2 as pb
 from proto import controller_pb2_grpc as pb_grpc
+from services.controller.shutdown import cancel_and_wait
 
 log = logging.getLogger(__name__)
 BATCH_MAX = 64
@@ -83,12 +84,10 @@ class PeerSender:
                 log.debug("raft send to %s failed: %s", self.address, exc.code())
 
     async def close(self) -> None:
-        self._task.cancel()
         try:
-            await self._task
-        except asyncio.CancelledError:
-            pass
-        await self._channel.close()
+            await cancel_and_wait([self._task])
+        finally:
+            await self._channel.close()
 
 
 class RaftPeers:
@@ -104,8 +103,15 @@ class RaftPeers:
                 sender.enqueue(message)
 
     async def close(self) -> None:
+        """Close every sender, even when the caller is cancelled while one closes."""
+        cancelled = False
         for sender in self._senders.values():
-            await sender.close()
+            try:
+                await sender.close()
+            except asyncio.CancelledError:
+                cancelled = True
+        if cancelled:
+            raise asyncio.CancelledError
 
 
 class RaftTransportServicer(pb_grpc.RaftTransportServicer):

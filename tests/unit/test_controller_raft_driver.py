@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 from ha.raft.types import Message, MessageKind, RaftConfig, Ready, SoftState
 from scheduler.clock import SystemClock
@@ -17,8 +18,8 @@ class NullMachine:
     def apply_entry(self, entry) -> None:
         pass
 
-    def snapshot(self) -> bytes:
-        return b""
+    def snapshot_encoder(self):
+        return lambda: b""
 
     def restore(self, data: bytes) -> None:
         pass
@@ -43,4 +44,65 @@ def test_stop_is_not_swallowed_by_a_peer_message_arriving_in_the_same_loop_itera
         assert stopping in done, "stop() hung: the Raft loop swallowed its cancellation"
         stopping.result()
 
+    asyncio.run(scenario())
+
+
+def _driver(tick_ms: int, storage=None) -> RaftDriver:
+    config = RaftConfig(node_id=1, peers=(1, 2, 3))
+    return RaftDriver.create(config, 7, None, storage or NullStorage(), lambda messages: None, NullMachine(),
+                             SystemClock(), DriverLimits(tick_ms=tick_ms, inbox_capacity=16,
+                                                         snapshot_every_entries=1_000))
+
+
+def test_a_stalled_loop_takes_one_tick_not_a_burst():
+    """Time the loop could not observe is not silence of the leader: no burst of ticks."""
+    async def scenario():
+        driver = _driver(tick_ms=10)
+        driver.start()
+        await asyncio.sleep(0.05)
+        ticks_before = driver.node._election_elapsed
+        time.sleep(0.3)  # the whole process stalls for 30 ticks
+        await asyncio.sleep(0.005)
+        assert driver.node._election_elapsed - ticks_before <= 2
+        assert driver.stalls >= 1
+        await driver.stop()
+    asyncio.run(scenario())
+
+
+def test_the_loop_keeps_ticking_and_taking_messages_while_a_save_is_slow():
+    class SlowStorage(NullStorage):
+        def save_ready(self, ready: Ready) -> None:
+            time.sleep(0.3)
+
+    async def scenario():
+        driver = _driver(tick_ms=10, storage=SlowStorage())
+        driver.start()
+        await asyncio.sleep(0.05)  # the first save (none needed) is done; campaign soon saves a term
+        driver.deliver(Message(MessageKind.HEARTBEAT, 2, 1, 5))  # a leader in term 5: hard state to save
+        await asyncio.sleep(0.1)  # inside the 300 ms save
+        driver.deliver(Message(MessageKind.HEARTBEAT, 2, 1, 5))
+        await asyncio.sleep(0.02)
+        assert driver._inbox.empty(), "inputs waited behind the save"
+        await driver.stop()
+    asyncio.run(scenario())
+
+
+def test_stop_does_not_swallow_the_callers_cancellation():
+    async def scenario():
+        driver = _driver(tick_ms=10)
+        driver.start()
+        await asyncio.sleep(0.02)
+
+        async def stopper():
+            await driver.stop()
+            return "returned normally"
+        task = asyncio.ensure_future(stopper())
+        await asyncio.sleep(0)
+        task.cancel()  # the caller of stop() is cancelled while stopping
+        try:
+            result = await task
+        except asyncio.CancelledError:
+            result = "cancelled"
+        assert result == "cancelled"
+        assert driver._task is None
     asyncio.run(scenario())

@@ -37,7 +37,8 @@ from tests.support.container_process import free_ports  # noqa: E402
 
 
 class Cluster:
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, log_level: str = "WARNING") -> None:
+        self.log_level = log_level
         self.addresses = [f"127.0.0.1:{p}" for p in free_ports(3)]
         peers = ";".join(f"n{i}-{a}" for i, a in enumerate(self.addresses))
         self.files = []
@@ -51,7 +52,7 @@ class Cluster:
 
     def start(self, i: int) -> None:
         self.procs[i] = subprocess.Popen([sys.executable, "-m", "container", "controller", "-c", str(self.files[i]),
-                                          "--log-level", "WARNING"], cwd=ROOT, stdout=self.logs[i],
+                                          "--log-level", self.log_level], cwd=ROOT, stdout=self.logs[i],
                                          stderr=subprocess.STDOUT)
 
     def kill(self, i: int) -> None:
@@ -119,20 +120,31 @@ async def failover_once(cluster: Cluster, run: int) -> float:
     return elapsed
 
 
-async def ops_per_second(cluster: Cluster, seconds: float, concurrency: int) -> float:
+async def ops_per_second(cluster: Cluster, seconds: float, concurrency: int, rate: float = 0.0) -> float:
+    """Committed ApplyBrokerId calls per second; ``rate`` > 0 paces all callers to that many calls/s."""
     client = ControllerClient(cluster.addresses)
     done = 0
-    end = time.monotonic() + seconds
+    started = time.monotonic()
+    end = started + seconds
+    issued = 0
+
+    async def pace() -> None:
+        nonlocal issued
+        issued += 1
+        delay = started + issued / rate - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
 
     async def caller(worker: int) -> None:
         nonlocal done
         n = 0
         while time.monotonic() < end:
+            if rate > 0:
+                await pace()
             reply = await client.call("ApplyBrokerId", apply_request(f"ops-{worker}-{n}"))
             n += 1
             if reply.status.code == Code.SUCCESS:
                 done += 1
-    started = time.monotonic()
     await asyncio.gather(*(caller(w) for w in range(concurrency)))
     rate = done / (time.monotonic() - started)
     await client.close()
@@ -171,7 +183,7 @@ def percentile(values: list[float], p: float) -> float:
 
 async def main(args) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        cluster = Cluster(Path(args.workdir) if args.workdir else Path(tmp))
+        cluster = Cluster(Path(args.workdir) if args.workdir else Path(tmp), args.log_level)
         try:
             for i in range(3):
                 cluster.start(i)
@@ -183,7 +195,7 @@ async def main(args) -> None:
                 await asyncio.sleep(args.settle_s)  # let the restarted member rejoin before the next kill
             await asyncio.sleep(args.settle_s)
             term_before = await current_term(cluster)
-            rate = await ops_per_second(cluster, args.seconds, args.concurrency)
+            rate = await ops_per_second(cluster, args.seconds, args.concurrency, args.rate)
             elect = await elect_latencies(cluster, args.elections)
             term_after = await current_term(cluster)
         finally:
@@ -193,7 +205,8 @@ async def main(args) -> None:
     print(f"failover (kill -9 leader -> first committed write), {len(failovers)} runs: "
           f"p50 {statistics.median(failovers) * 1000:.0f} ms, p99 {percentile(failovers, 99) * 1000:.0f} ms, "
           f"max {max(failovers) * 1000:.0f} ms")
-    print(f"committed ApplyBrokerId ops/s ({args.concurrency} callers, {args.seconds:.0f} s): {rate:.0f}")
+    load = f"paced to {args.rate:g} calls/s" if args.rate > 0 else "saturating"
+    print(f"committed ApplyBrokerId ops/s ({args.concurrency} callers, {load}, {args.seconds:.0f} s): {rate:.0f}")
     print(f"leader elections during the load phases (term {term_before} -> {term_after}): "
           f"{term_after - term_before}")
     print(f"electMaster latency, {len(elect)} elections: p50 {statistics.median(elect) * 1000:.1f} ms, "
@@ -206,6 +219,10 @@ if __name__ == "__main__":
     parser.add_argument("--seconds", type=float, default=5.0, help="duration of the ops/s phase")
     parser.add_argument("--concurrency", type=int, default=64, help="concurrent callers in the ops/s phase")
     parser.add_argument("--elections", type=int, default=200, help="electMaster calls to time")
+    parser.add_argument("--rate", type=float, default=0.0,
+                        help="pace the ops/s phase to this many calls/s in all ('normal' load); 0 = saturate")
+    parser.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING"),
+                        help="log level of the controller processes (their logs are in --workdir)")
     parser.add_argument("--workdir", default="", help="keep configs, data and logs here")
     parser.add_argument("--settle-s", type=float, default=2.0, help="pause after restarting a killed member")
     asyncio.run(main(parser.parse_args()))

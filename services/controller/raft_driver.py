@@ -34,6 +34,7 @@ from ha.raft.errors import NotLeader, RaftError
 from ha.raft.node import RaftNode
 from ha.raft.types import Entry, Message, RaftConfig, Ready, Role, SoftState
 from scheduler.clock import Clock
+from services.controller.heap import freeze_long_lived
 from services.controller.shutdown import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -251,6 +252,7 @@ class RaftDriver:
             self._machine.role_changed(ready.soft_state, self.node.term)
         if ready.snapshot is not None:
             self._machine.restore(ready.snapshot.data)
+            freeze_long_lived()
         for entry in ready.committed_entries:
             self._machine.apply_entry(entry)
             self._applied_since_compaction += 1
@@ -293,6 +295,7 @@ class RaftDriver:
         self._compacting = None
         self._last_snapshot_bytes = len(data)
         self.node.compact(index, data)
+        freeze_long_lived()  # what survived to a snapshot is long-lived: keep full GCs short
 
     def _fail_pending(self, exc: Exception) -> None:
         pending, self._pending = self._pending, {}

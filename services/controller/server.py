@@ -21,6 +21,7 @@ from proto import controller_pb2_grpc as pb_grpc
 from scheduler.clock import Clock, SystemClock
 from services.controller.config import ControllerConfig
 from services.controller.controller import Controller
+from services.controller.heap import watch_collections
 from services.controller.machine import ControllerMachine
 from services.controller.raft_driver import DriverLimits, RaftDriver
 from services.controller.service import ControllerServicer
@@ -59,6 +60,7 @@ async def start_controller(config: ControllerConfig, server: grpc.aio.Server | N
     clock = clock or SystemClock()
     storage = RaftStorage(config.store_path)
     recovered = await asyncio.to_thread(storage.load)
+    watch_collections()
     watchers = Watchers(config.max_watchers, config.watch_queue_capacity)
     liveness = BrokerLiveness(config.heartbeat_timeout_ms, config.max_brokers)
     machine = ControllerMachine(liveness, clock.monotonic_ms,

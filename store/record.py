@@ -167,29 +167,29 @@ def _check_blank(buf, pos: int, size: int, room: int) -> RecordInfo | Invalid:
     return RecordInfo(Kind.BLANK, size)
 
 
-class _Reader:
-    __slots__ = ("view", "pos")
+def _utf8_at(data: bytes, pos: int, length: int, end: int) -> tuple[str, int]:
+    """The UTF-8 text of ``length`` bytes at ``pos``, and the position after it."""
+    stop = pos + length
+    if stop > end:
+        raise ValueError("section runs past the record")
+    return data[pos:stop].decode("utf-8"), stop
 
-    def __init__(self, view: memoryview, pos: int):
-        self.view, self.pos = view, pos
 
-    def take(self, count: int) -> memoryview:
-        if self.pos + count > len(self.view):
-            raise ValueError("section runs past the record")
-        part = self.view[self.pos:self.pos + count]
-        self.pos += count
-        return part
-
-    def short_text(self) -> str:
-        return str(self.take(_U16.unpack(self.take(2))[0]), "utf-8")
-
-    def properties(self) -> dict[str, str]:
-        section = _Reader(self.take(_U32.unpack(self.take(4))[0]), 0)
-        props = {}
-        while section.pos < len(section.view):
-            key = section.short_text()
-            props[key] = str(section.take(_U32.unpack(section.take(4))[0]), "utf-8")
-        return props
+def _properties(data: bytes, pos: int, end: int) -> tuple[dict[str, str], int]:
+    (length,) = _U32.unpack_from(data, pos)
+    pos += 4
+    stop = pos + length
+    if stop > end:
+        raise ValueError("section runs past the record")
+    props = {}
+    while pos < stop:
+        (key_length,) = _U16.unpack_from(data, pos)
+        key, pos = _utf8_at(data, pos + 2, key_length, stop)
+        (value_length,) = _U32.unpack_from(data, pos) if pos + 4 <= stop else (None,)
+        if value_length is None:
+            raise ValueError("property runs past its section")
+        props[key], pos = _utf8_at(data, pos + 4, value_length, stop)
+    return props, pos
 
 
 def decode(buf: bytes | memoryview, pos: int, commit_offset: int, room: int) -> StoredMessage | Invalid:
@@ -199,20 +199,25 @@ def decode(buf: bytes | memoryview, pos: int, commit_offset: int, room: int) -> 
         return info
     if info.kind is Kind.BLANK:
         return Invalid.BAD_MAGIC
-    view = memoryview(buf)[pos:pos + info.size]
-    born_ts = _I64.unpack_from(view, 44)[0]
+    size = info.size
+    data = bytes(memoryview(buf)[pos:pos + size])  # one copy, then offsets (no per-field views)
+    born_ts = _I64.unpack_from(data, 44)[0]
     try:
-        reader = _Reader(view, HEADER_SIZE)
-        topic, host = reader.short_text(), reader.short_text()
-        props, user_props = reader.properties(), reader.properties()
-        body = bytes(reader.take(_U32.unpack(reader.take(4))[0]))
-        if reader.pos != info.size:
+        (length,) = _U16.unpack_from(data, HEADER_SIZE)
+        topic, at = _utf8_at(data, HEADER_SIZE + 2, length, size)
+        (length,) = _U16.unpack_from(data, at)
+        host, at = _utf8_at(data, at + 2, length, size)
+        props, at = _properties(data, at, size)
+        user_props, at = _properties(data, at, size)
+        (length,) = _U32.unpack_from(data, at)
+        if at + 4 + length != size:
             return Invalid.BAD_LAYOUT
+        body = data[at + 4:]
     except (ValueError, struct.error, UnicodeDecodeError):
         return Invalid.BAD_LAYOUT
     draft = MessageDraft(topic=topic, queue_id=info.queue_id, body=body, born_timestamp_ms=born_ts,
                          born_host=host, properties=props, user_properties=user_props)
-    return StoredMessage(draft=draft, commit_offset=commit_offset, size=info.size,
+    return StoredMessage(draft=draft, commit_offset=commit_offset, size=size,
                          queue_offset=info.queue_offset, store_timestamp_ms=info.store_timestamp_ms)
 
 

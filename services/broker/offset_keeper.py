@@ -18,29 +18,45 @@ from __future__ import annotations
 from typing import Any
 
 from metadata.consumer_offsets import ConsumerOffsetTable
+from metadata.data_version import DataVersion
 
 
 class OffsetKeeper:
     def __init__(self, version_step: int, table: ConsumerOffsetTable | None = None):
         assert version_step >= 1
         self.version_step = version_step
-        self.table = table if table is not None else ConsumerOffsetTable()
+        self._table = table if table is not None else ConsumerOffsetTable()
+        # commits not yet folded into the frozen table (folding copies it: once per read, not per ack)
+        self._pending: dict[tuple[str, str, int], int] = {}
+        self._pending_version: DataVersion | None = None
         self.commits = 0
         self._dirty = False  # changed since the last write
         self._unversioned = False  # changed since the last DataVersion bump
 
+    @property
+    def table(self) -> ConsumerOffsetTable:
+        if self._pending:
+            self._table = self._table.with_offsets(self._pending, self._pending_version or self._table.data_version)
+            self._pending, self._pending_version = {}, None
+        return self._table
+
+    @table.setter
+    def table(self, table: ConsumerOffsetTable) -> None:
+        self._table = table
+        self._pending, self._pending_version = {}, None
+
     def commit(self, topic: str, group: str, queue_id: int, offset: int, now_ms: int) -> None:
         self.commits += 1
-        version = self.table.data_version
         bump = self.commits % self.version_step == 0
         if bump:
-            version = version.next_version(now_ms)
-        self.table = self.table.with_offsets({(topic, group, queue_id): offset}, version)
+            self._pending_version = (self._pending_version or self._table.data_version).next_version(now_ms)
+        self._pending[(topic, group, queue_id)] = offset
         self._dirty = True
         self._unversioned = not bump
 
     def get(self, topic: str, group: str, queue_id: int) -> int | None:
-        return self.table.get(topic, group, queue_id)
+        pending = self._pending.get((topic, group, queue_id))
+        return pending if pending is not None else self._table.get(topic, group, queue_id)
 
     def drop_group(self, group: str, now_ms: int) -> None:
         self.table = self.table.without_group(group, self.table.data_version.next_version(now_ms))

@@ -91,28 +91,37 @@ def _set_ms(timestamp, ms: int) -> None:
     timestamp.nanos *= 1_000_000
 
 
+_TYPE_BY_NAME = {kind.value: code for kind, code in _TYPES.items()}
+
+
 def message(stored: StoredMessage, topic: str, namespace: str = "") -> pb.Message:
     """A stored message as the clients read it (no delivery fields)."""
     props = stored.properties
-    system = pb.SystemProperties(message_id=stored.message_id, body_encoding=pb.IDENTITY)
-    system.body_digest.CopyFrom(digest(stored.body))
-    if stored.tag is not None:
-        system.tag = stored.tag
-    if props.get(Prop.KEYS):
-        system.keys.extend(props[Prop.KEYS].split(" "))
-    kind = props.get(Prop.MESSAGE_TYPE, MessageType.NORMAL.value)
-    system.message_type = _TYPES[MessageType(kind)] if kind in MessageType.__members__ else pb.NORMAL
-    if Prop.MESSAGE_GROUP in props:
-        system.message_group = props[Prop.MESSAGE_GROUP]
-    if props.get(Prop.DELIVERY_TIME_MS, "").isdigit():
-        _set_ms(system.delivery_timestamp, int(props[Prop.DELIVERY_TIME_MS]))
-    _set_ms(system.born_timestamp, stored.draft.born_timestamp_ms)
-    system.born_host = stored.draft.born_host
+    draft = stored.draft
+    body = draft.body
+    system = pb.SystemProperties(message_id=props.get(Prop.MESSAGE_ID, ""), body_encoding=pb.IDENTITY,
+                                 message_type=_TYPE_BY_NAME.get(props.get(Prop.MESSAGE_TYPE, ""), pb.NORMAL),
+                                 born_host=draft.born_host, queue_id=max(draft.queue_id, 0),
+                                 queue_offset=stored.queue_offset)
+    digest_field = system.body_digest
+    digest_field.type = pb.CRC32
+    digest_field.checksum = format(zlib.crc32(body) & 0xFFFFFFFF, "08X")
+    tag = props.get(Prop.TAG)
+    if tag is not None:
+        system.tag = tag
+    keys = props.get(Prop.KEYS)
+    if keys:
+        system.keys.extend(keys.split(" "))
+    group = props.get(Prop.MESSAGE_GROUP)
+    if group is not None:
+        system.message_group = group
+    delivery_ms = props.get(Prop.DELIVERY_TIME_MS, "")
+    if delivery_ms.isdigit():
+        _set_ms(system.delivery_timestamp, int(delivery_ms))
+    _set_ms(system.born_timestamp, draft.born_timestamp_ms)
     _set_ms(system.store_timestamp, stored.store_timestamp_ms)
-    system.queue_id = max(stored.queue_id, 0)
-    system.queue_offset = stored.queue_offset
     return pb.Message(topic=pb.Resource(resource_namespace=namespace, name=topic),
-                      user_properties=dict(stored.user_properties), system_properties=system, body=stored.body)
+                      user_properties=draft.user_properties, system_properties=system, body=body)
 
 
 def delivered(delivery: Delivery, broker_name: str, topic: str, namespace: str = "") -> pb.Message:

@@ -10,6 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 from metadata.consumer_offsets import ConsumerOffsetTable, loads as load_offsets
 from metadata.data_version import DataVersion
+from metadata.status import Code, RequestRejected
 from metadata.subscription_group import SubscriptionGroupTable
 from metadata.topic_config import TopicConfig, TopicTable
 from proto import admin_pb2 as pb
@@ -49,7 +50,9 @@ class FakeAdminBroker:
         self.groups = self.groups.without_group(group, self.groups.data_version.next_version(2))
 
     def topic_status(self, topic):
-        config = self.topics.topics[topic]
+        config = self.topics.topics.get(topic)
+        if config is None:  # as the real broker does
+            raise RequestRejected(Code.TOPIC_NOT_FOUND, f"topic {topic} does not exist")
         return [QueueStatus(q, 0, self.max_offsets.get((topic, q), 0), 0) for q in range(config.queue_nums)]
 
     def consumer_progress(self, group, topic=None):

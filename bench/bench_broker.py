@@ -5,7 +5,8 @@ process, against a server in another process:
 - send: one message per SendMessage (as the official clients send) with 1, 16 and 64
   requests in flight: messages/s, p50 and p99 latency;
 - batch: SendMessage requests of 32 messages (16 in flight): messages/s;
-- end to end: send N, then receive (batch 32) and ack them all: messages/s;
+- end to end: send N, then receive (batch 32) and ack them all: messages/s, and the
+  receive-and-ack phase alone (one receive then one ack of its batch at a time);
 each under ASYNC_FLUSH and SYNC_FLUSH.  The same client drives a bare grpc.aio echo server
 (another process, same payload and concurrency) and the broker/echo ratio is printed.
 
@@ -40,10 +41,13 @@ ECHO_SERVER = """
 import asyncio, sys, grpc
 async def echo(request, context):
     return request
+async def stream(request, context):  # a receive's shape: status, 32 messages, delivery timestamp
+    for _ in range(34):
+        yield request
 async def main():
     server = grpc.aio.server(options=[("grpc.max_receive_message_length", 64 << 20)])
-    handler = grpc.unary_unary_rpc_method_handler(echo)
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("bench.Echo", {"Call": handler}),))
+    handlers = {"Call": grpc.unary_unary_rpc_method_handler(echo), "Stream": grpc.unary_stream_rpc_method_handler(stream)}
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("bench.Echo", handlers),))
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     print("READY", port, flush=True)
@@ -107,7 +111,7 @@ async def closed_loop(call, concurrency: int, seconds: float, per_request: int =
             "p99_ms": 1000 * ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], "requests": len(latencies)}
 
 
-async def bench_broker(endpoint: str, topic: str, seconds: float, e2e_count: int) -> dict:
+async def bench_broker(endpoint: str, topic: str, seconds: float, e2e_count: int, consumers: int) -> dict:
     results = {}
     async with grpc.aio.insecure_channel(endpoint, options=[("grpc.max_receive_message_length", -1)]) as channel:
         stub = g.MessagingServiceStub(channel)
@@ -123,11 +127,12 @@ async def bench_broker(endpoint: str, topic: str, seconds: float, e2e_count: int
         for concurrency in (1, 16, 64):
             results[f"send c={concurrency}"] = await closed_loop(send_one, concurrency, seconds)
         results["batch32 c=16"] = await closed_loop(send_batch, 16, seconds, per_request=32)
-        results["end-to-end"] = await end_to_end(stub, endpoint, topic, e2e_count)
+        results["end-to-end"] = await end_to_end(stub, endpoint, topic, e2e_count, consumers)
+        results["receive+ack"] = {"msg_s": results["end-to-end"].pop("receive_ack_msg_s")}
     return results
 
 
-async def end_to_end(stub, endpoint: str, topic: str, count: int) -> dict:
+async def end_to_end(stub, endpoint: str, topic: str, count: int, consumers: int) -> dict:
     group = f"bench-{uuid.uuid4().hex[:8]}"
     host, port = endpoint.rsplit(":", 1)
     queue = d.MessageQueue(topic=d.Resource(name=topic), id=-1, broker=d.Broker(
@@ -140,25 +145,36 @@ async def end_to_end(stub, endpoint: str, topic: str, count: int) -> dict:
             await stub.SendMessage(s.SendMessageRequest(messages=[message(topic)]), metadata=META)
 
     await asyncio.gather(*(send_one() for _ in range(count)))
+    consume_began = time.perf_counter()
     acked = 0
-    while acked < count:
-        request = s.ReceiveMessageRequest(group=d.Resource(name=group), message_queue=queue, batch_size=32,
-                                          filter_expression=d.FilterExpression(type=d.TAG, expression="*"))
-        request.invisible_duration.seconds = 60
-        request.long_polling_timeout.seconds = 5
-        got = [r.message async for r in stub.ReceiveMessage(request, metadata=META, timeout=10) if r.HasField("message")]
-        if not got:
-            break
-        entries = [s.AckMessageEntry(message_id=m.system_properties.message_id, receipt_handle=m.system_properties.receipt_handle)
-                   for m in got]
-        await stub.AckMessage(s.AckMessageRequest(group=d.Resource(name=group), topic=d.Resource(name=topic), entries=entries),
-                              metadata=META)
-        acked += len(got)
-    elapsed = time.perf_counter() - began
-    return {"msg_s": acked / elapsed, "acked": acked, "sent": count}
+
+    async def consumer():  # receive a batch, ack it, again; several in flight as the push consumers keep
+        nonlocal acked
+        while acked < count:
+            request = s.ReceiveMessageRequest(group=d.Resource(name=group), message_queue=queue, batch_size=32,
+                                              filter_expression=d.FilterExpression(type=d.TAG, expression="*"))
+            request.invisible_duration.seconds = 60
+            request.long_polling_timeout.seconds = 1
+            got = [r.message async for r in stub.ReceiveMessage(request, metadata=META, timeout=10) if r.HasField("message")]
+            if not got:
+                return
+            entries = [s.AckMessageEntry(message_id=m.system_properties.message_id,
+                                         receipt_handle=m.system_properties.receipt_handle) for m in got]
+            response = await stub.AckMessage(s.AckMessageRequest(group=d.Resource(name=group), topic=d.Resource(name=topic),
+                                                                 entries=entries), metadata=META)
+            assert response.status.code == d.OK, response.status
+            acked += len(got)
+            if acked >= count:
+                done_at.append(time.perf_counter())  # the others may still be in an empty long poll
+
+    done_at: list[float] = []
+    await asyncio.gather(*(consumer() for _ in range(consumers)))
+    finished = done_at[0] if done_at else time.perf_counter()
+    return {"msg_s": acked / (finished - began), "acked": acked, "sent": count,
+            "receive_ack_msg_s": acked / (finished - consume_began)}
 
 
-async def bench_echo(seconds: float) -> dict:
+async def bench_echo(seconds: float, consumers: int) -> dict:
     process = subprocess.Popen([sys.executable, "-c", ECHO_SERVER], stdout=subprocess.PIPE)
     try:
         port = _ready_port(process, "echo server")
@@ -170,6 +186,13 @@ async def bench_echo(seconds: float) -> dict:
             for concurrency in (1, 16, 64):
                 results[f"send c={concurrency}"] = await closed_loop(lambda: call(payload), concurrency, seconds)
             results["batch32 c=16"] = await closed_loop(lambda: call(batch), 16, seconds, per_request=32)
+            stream = channel.unary_stream("/bench.Echo/Stream")
+
+            async def receive_like():  # 34 responses of one message each, then a unary call (the ack)
+                async for _ in stream(payload):
+                    pass
+                await call(payload)
+            results["receive+ack"] = await closed_loop(receive_like, consumers, seconds, per_request=32)
         return results
     finally:
         process.kill()
@@ -191,10 +214,11 @@ def main() -> int:
     parser.add_argument("--target", choices=["container", "fake"], default="container")
     parser.add_argument("--seconds", type=float, default=3.0, help="duration of each closed-loop case")
     parser.add_argument("--e2e-count", type=int, default=2000)
+    parser.add_argument("--consumers", type=int, default=4, help="receive-and-ack loops in flight (end to end)")
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, grpcio {grpc.__version__}, {os.cpu_count()} cpus, target={args.target}, "
           f"{len(BODY)} B bodies, {args.seconds}s per case; client and server in separate processes")
-    echo = asyncio.run(bench_echo(args.seconds))
+    echo = asyncio.run(bench_echo(args.seconds, args.consumers))
     for flush in ("ASYNC_FLUSH", "SYNC_FLUSH"):
         topic = f"bench-{flush.lower().replace('_', '-')}"
         with tempfile.TemporaryDirectory() as tmp:
@@ -205,7 +229,7 @@ def main() -> int:
                 server, endpoint = start_container(topic, flush, Path(tmp))
                 stop = server.stop
             try:
-                figures = asyncio.run(bench_broker(endpoint, topic, args.seconds, args.e2e_count))
+                figures = asyncio.run(bench_broker(endpoint, topic, args.seconds, args.e2e_count, args.consumers))
             finally:
                 stop()
         report(f"{flush} ({'fake broker: no disk' if args.target == 'fake' else 'container'})", figures, echo)

@@ -6,6 +6,7 @@ names but not valid for users to create; :func:`is_system_topic` says which.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 
 TOPIC_MAX_LENGTH = 127
@@ -30,7 +31,20 @@ def is_system_topic(name: str) -> bool:
 
 
 def retry_topic(group: str) -> str:
+    """The legacy (v1) retry topic shared by every topic of a group; no longer written."""
     return RETRY_PREFIX + group
+
+
+def retry_topic_for(group: str, topic: str) -> str:
+    """The retry topic of one (group, topic), as RocketMQ 5's v2 ``%RETRY%group+topic`` keeps
+    redelivery apart per topic.  '+' is not a valid name character (receipt handles, offset
+    files and routes validate names), so: ``%RETRY%<group>%<topic>`` when neither name holds a
+    '%' and it fits TOPIC_MAX_LENGTH, else ``%RETRY%%<64-bit blake2b of the pair>``.  The two
+    forms cannot meet (a readable one never starts ``%RETRY%%``) and both are valid names."""
+    name = f"{RETRY_PREFIX}{group}%{topic}"
+    if "%" in group or "%" in topic or len(name) > TOPIC_MAX_LENGTH:
+        name = RETRY_PREFIX + "%" + hashlib.blake2b(f"{group}\n{topic}".encode(), digest_size=8).hexdigest()
+    return name
 
 
 def dlq_topic(group: str) -> str:

@@ -1,7 +1,7 @@
 """Receipt handles: the token a consumer must present to ack or change one delivery.
 
 Rules:
-- A handle names where the delivered record is stored (topic, which may be ``%RETRY%<group>``,
+- A handle names where the delivered record is stored (topic, which may be a retry topic,
   queue id, queue offset) and a ``seq`` unique to that delivery or ChangeInvisibleDuration.
   Only the handle whose seq is the current one of the in-flight entry is valid.
 - Text form: ``v1.<base64url(fields)>.<crc32 hex>``.  :func:`decode` never raises on garbage:

@@ -16,8 +16,11 @@ Durability design (close to RocketMQ's own pop checkpoints):
 - After a crash: an unacked message is in flight in the snapshot or the log (it expires and
   is redelivered) or was never recorded (the cursor is behind it: delivered again).  An
   answered ack is in the log.  Under ASYNC_FLUSH the window is the store's flush interval.
-- Expired non-FIFO entries are revived: copied to ``%RETRY%<group>`` (or ``%DLQ%<group>``
-  past max attempts) and acked, in that order (a crash in between duplicates, never loses).
+- Expired non-FIFO entries are revived: copied to the retry topic of (group, original topic)
+  (or ``%DLQ%<group>`` past max attempts) and acked, in that order (a crash in between
+  duplicates, never loses).  A receive reads the retry topic of its own topic only, through
+  the same tag filter as the topic, so a redelivery never reaches a consumer of another topic
+  of the group or one whose filter does not match.
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ from typing import Sequence
 from metadata.consumer_offsets import ConsumerOffsetTable
 from metadata.consumer_offsets import parse_document as parse_offsets
 from metadata.message import MessageDraft, StoredMessage
-from metadata.names import dlq_topic, retry_topic
+from metadata.names import dlq_topic, retry_topic_for
 from metadata.replica_metadata import Adopt, Adoption, SyncDirection, adopted_offsets, decide_adoption
 from metadata.status import Code, RequestRejected
 from scheduler.pop.decisions import PopContext, PopPlan, PopRejection, decide_ack, decide_change, plan_fifo_redelivery, plan_new
@@ -143,7 +146,7 @@ class PopService:
         wait_until = min(request.deadline_ms, self.clock.monotonic_ms() + long_poll_ms)
         timed_out = False
         while True:
-            waiter = self.notifier.register((request.topic, retry_topic(request.group)))
+            waiter = self.notifier.register((request.topic, retry_topic_for(request.group, request.topic)))
             try:
                 plans = self._plan(request, group.consume_message_orderly, group.max_delivery_attempts, topic.read_queue_nums)
                 if plans:
@@ -163,7 +166,7 @@ class PopService:
             self._round_robin[(request.group, request.topic)] = start + 1
             ids = [(start + i) % read_queues for i in range(read_queues)]
         keys = [QueueKey(request.group, request.topic, queue_id) for queue_id in ids]
-        retry = retry_topic(request.group)
+        retry = retry_topic_for(request.group, request.topic)
         if not fifo and self.topics.get(retry) is not None:
             keys.insert(0, QueueKey(request.group, retry, 0))
         return keys
@@ -190,8 +193,7 @@ class PopService:
             if request.auto_renew or invisible_ms <= 0:
                 invisible_ms = invisible_ms if invisible_ms > 0 else self.config.pop_invisible_time_auto_renew_ms
             context = PopContext(now, invisible_ms, request.max_delivery_attempts or group_max_attempts,
-                                 budget, self.config.pop_inflight_max_per_queue, fifo,
-                                 None if key.topic != request.topic else tags)
+                                 budget, self.config.pop_inflight_max_per_queue, fifo, tags)
             plan = self._plan_queue(key, context)
             if plan.record is not None:
                 self._apply(plan.record)  # reserve before any await
@@ -302,8 +304,9 @@ class PopService:
             if message is None or entry.attempt + 1 > entry.max_attempts:
                 dead.append((key, entry, message))
                 continue
-            self.topics.ensure_system_topic(retry_topic(key.group), self.clock.now_ms())
-            retries.append(requeue.retry_draft(message, key.group, entry.attempt))
+            retry = requeue.retry_draft(message, key.group, entry.attempt)
+            self.topics.ensure_system_topic(retry.topic, self.clock.now_ms())
+            retries.append(retry)
             acks.append(AckRecord(key, entry.offset))
         if retries:
             await put_retrying(self.store, retries, self.config.internal_put_retries, self.config.internal_put_retry_backoff_ms, "retry")

@@ -192,6 +192,39 @@ def test_change_invisible_gives_a_new_handle_and_the_old_one_is_rejected(harness
     run(scenario())
 
 
+def test_redelivery_reaches_only_consumers_of_its_topic_through_their_tag_filter(harness):
+    async def scenario():
+        broker = await _with_topic(harness, "A", queues=1)
+        await broker.upsert_topic(TopicConfig("B", 1, 1, message_type="NORMAL"))
+        await harness.send("A", b"a-x", tag="x")
+        await harness.send("A", b"a-y", tag="y")
+        first = await harness.receive("G", "A", invisible_ms=1000)
+        assert [d.message.body for d in first] == [b"a-x", b"a-y"]
+        harness.clock.advance(1001)
+        assert await broker.run_revive() == 2
+        assert await harness.receive("G", "B") == []  # same group, other topic: not its redelivery
+        again = await harness.receive("G", "A", tags="x")
+        assert [(d.message.body, d.message.topic, d.delivery_attempt) for d in again] == [(b"a-x", "A", 2)]
+        assert await harness.receive("G", "A", tags="x") == []  # a-y does not match the filter
+        await broker.ack("G", "A", "", again[0].receipt_handle)
+        harness.clock.advance(60_000)
+        assert await broker.run_revive() == 0
+        await harness.stop()
+    run(scenario())
+
+
+def test_retry_topic_names_are_valid_distinct_and_bounded():
+    from metadata.names import TOPIC_MAX_LENGTH, is_valid_topic_name, retry_topic_for
+    from scheduler.pop.receipt import ReceiptHandle, decode
+    pairs = [("G", "A"), ("G", "B"), ("G%A", "x"), ("G", "A%x"), ("g" * 255, "t" * 127), ("G_A", "B"), ("G", "A_B")]
+    names = [retry_topic_for(g, t) for g, t in pairs]
+    assert len(set(names)) == len(names)
+    assert names[0] == "%RETRY%G%A"
+    for name in names:
+        assert is_valid_topic_name(name) and len(name) <= TOPIC_MAX_LENGTH
+        assert decode(ReceiptHandle(name, 0, 7, 3).encode()) == ReceiptHandle(name, 0, 7, 3)
+
+
 def test_redelivery_with_growing_attempt_then_dead_letter(harness):
     async def scenario():
         broker = await _with_topic(harness)

@@ -9,6 +9,8 @@ Rules:
   master and nobody alive is left alone, so dead sets do not churn epochs.
 - The answer is a sorted list of controller-triggered ``ElectMaster`` requests; the driver
   decides and proposes each like any other request.
+- It runs on the leader's event loop every few seconds over every set: one pass over the
+  table, skipping never-elected sets first, sorting only the (few) answers.
 """
 from __future__ import annotations
 
@@ -21,9 +23,8 @@ def elections_needed(replicas: ReplicasInfo, liveness: BrokerLiveness, now_ms: i
     if not liveness.settled(now_ms):
         return []
     needed = []
-    for name in replicas.broker_names():
-        state = replicas.sync_state_info_table[name]
-        if state.is_first_time_for_elect:
+    for name, state in replicas.sync_state_info_table.items():
+        if state.is_first_time_for_elect or name not in replicas.replica_info_table:
             continue
         cluster = state.cluster_name
         if liveness.is_alive(cluster, name, state.master_broker_id, now_ms):
@@ -31,4 +32,4 @@ def elections_needed(replicas: ReplicasInfo, liveness: BrokerLiveness, now_ms: i
         members = replicas.replica_info_table[name].brokers
         if state.master_broker_id is not None or any(liveness.is_alive(cluster, name, i, now_ms) for i in members):
             needed.append(ElectMaster(cluster, name))
-    return needed
+    return sorted(needed, key=lambda request: request.broker_name)

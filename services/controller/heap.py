@@ -1,12 +1,15 @@
 """Keep Python's full garbage collections short while the controller's tables grow.
 
 A full (generation 2) collection walks every tracked object and holds the event loop
-meanwhile: 0.14 s at 50k broker sets, 0.9 s at 200k on the 2-core bench machine, long
-enough for followers to miss the leader's heartbeats.  The tables hold frozen values that
-live until replaced, so whatever survived to a snapshot is long-lived: ``freeze_long_lived``
-(called after each compaction) moves it out of the collector's reach with ``gc.freeze()``.
-Reference counting still frees frozen objects when they are dropped; only reference cycles
-among them would outlive their use, so a young collection runs first to clear recent ones.
+meanwhile: 0.14 s at 50k broker sets, 0.9 s at 200k on an idle 2-core machine, 2.5-3.6 s
+measured under the saturating bench at 70k, long enough for followers to miss the
+leader's heartbeats (and snapshot encoding, which allocates a lot, triggers them).
+``collect_and_freeze`` (the driver calls it every ``FREEZE_EVERY_ENTRIES`` applied entries,
+after each compaction and after restoring a snapshot) runs a full collection, which only
+walks what was allocated since the last call, then moves every survivor out of the
+collector's reach with ``gc.freeze()``.  The tables' values are frozen dataclasses that live
+until replaced and are freed by reference counting when they are; the cost is that a
+reference cycle which was alive at a freeze and dies later is never collected.
 
 ``watch_collections`` logs collections slower than ``SLOW_COLLECTION_MS`` (wall clock, for
 the log only), so a pause is visible next to the Raft loop's stall warnings.
@@ -19,11 +22,12 @@ import time
 
 log = logging.getLogger(__name__)
 SLOW_COLLECTION_MS = 100
+FREEZE_EVERY_ENTRIES = 5_000
 _started: list[float] = []
 
 
-def freeze_long_lived() -> None:
-    gc.collect(1)
+def collect_and_freeze() -> None:
+    gc.collect()
     gc.freeze()
 
 

@@ -34,7 +34,7 @@ from ha.raft.errors import NotLeader, RaftError
 from ha.raft.node import RaftNode
 from ha.raft.types import Entry, Message, RaftConfig, Ready, Role, SoftState
 from scheduler.clock import Clock
-from services.controller.heap import freeze_long_lived
+from services.controller.heap import FREEZE_EVERY_ENTRIES, collect_and_freeze
 from services.controller.shutdown import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -86,6 +86,7 @@ class RaftDriver:
         self._applied_since_compaction = 0
         self._applied_bytes_since_compaction = 0
         self._last_snapshot_bytes = 0
+        self._applied_since_freeze = 0
         self._next_tick_ms = 0
         self._soft = SoftState(None, Role.FOLLOWER)
         self.stalls = 0  # times the loop found itself more than a tick late
@@ -227,6 +228,9 @@ class RaftDriver:
             self._apply(ready)
             self.node.advance(ready)
             self._maybe_compact()
+            if self._applied_since_freeze >= FREEZE_EVERY_ENTRIES:
+                self._applied_since_freeze = 0
+                collect_and_freeze()
 
     async def _persist(self, ready: Ready) -> None:
         """Save ``ready`` in a worker thread; meanwhile keep time, take inputs, send early heartbeats."""
@@ -252,11 +256,12 @@ class RaftDriver:
             self._machine.role_changed(ready.soft_state, self.node.term)
         if ready.snapshot is not None:
             self._machine.restore(ready.snapshot.data)
-            freeze_long_lived()
+            collect_and_freeze()
         for entry in ready.committed_entries:
             self._machine.apply_entry(entry)
             self._applied_since_compaction += 1
             self._applied_bytes_since_compaction += len(entry.data)
+            self._applied_since_freeze += 1
             pending = self._pending.pop(entry.index, None)
             if pending is not None and not pending[1].done():
                 term, future = pending
@@ -295,7 +300,7 @@ class RaftDriver:
         self._compacting = None
         self._last_snapshot_bytes = len(data)
         self.node.compact(index, data)
-        freeze_long_lived()  # what survived to a snapshot is long-lived: keep full GCs short
+        collect_and_freeze()  # keep full GCs short (services/controller/heap.py)
 
     def _fail_pending(self, exc: Exception) -> None:
         pending, self._pending = self._pending, {}

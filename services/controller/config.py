@@ -65,7 +65,8 @@ class ControllerConfig:
     peer_queue_capacity: int = config_field("controllerPeerQueueCapacity", 1024, unit="messages", minimum=1,
                                             doc="outgoing Raft messages queued per peer (oldest dropped)")
     snapshot_every_entries: int = config_field("controllerSnapshotEveryEntries", 10_000, unit="entries",
-                                               minimum=1, doc="compact the Raft log after this many applied")
+                                               minimum=1, doc="compact the Raft log after this many applied entries "
+                                                   "(and at least as many bytes as the last snapshot)")
     max_brokers: int = config_field("controllerMaxBrokers", 100_000, minimum=1, doc="brokers tracked for liveness")
     watch_queue_capacity: int = config_field("controllerWatchQueueCapacity", 256, minimum=1,
                                              doc="pending notices per WatchReplicaInfo subscriber")

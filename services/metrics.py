@@ -20,3 +20,16 @@ RPC_LATENCY = Histogram("relaymq_rpc_latency_seconds", "Client RPC latency by me
 RPC_ERRORS = Counter("relaymq_rpc_errors", "Client RPCs answered with a non-OK status", ["method", "code"], registry=REGISTRY)
 STORE_SIZE = Gauge("relaymq_store_size_bytes", "Bytes on disk of a broker's store", ["broker"], registry=REGISTRY)
 CONSUMER_LAG = Gauge("relaymq_consumer_lag_messages", "Messages not yet acked by a group", ["broker", "group", "topic"], registry=REGISTRY)
+
+_CHILDREN: dict[tuple[int, tuple[str, ...]], object] = {}
+
+
+def labelled(metric, *values: str):
+    """``metric.labels(*values)``, remembered: ``labels`` takes a lock and checks its arguments
+    on every call, which the per-request hot path need not pay.  The registry keeps every child
+    anyway, so this holds nothing it would have dropped."""
+    key = (id(metric), values)
+    child = _CHILDREN.get(key)
+    if child is None:
+        child = _CHILDREN[key] = metric.labels(*values)
+    return child

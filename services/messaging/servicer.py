@@ -51,7 +51,7 @@ class MessagingService(service_grpc.MessagingServiceServicer):
         return responses.status(Code.INTERNAL_ERROR, f"internal error: {type(error).__name__}")
 
     def _observe(self, method: str, code: int, started: float) -> None:
-        metrics.RPC_LATENCY.labels(method).observe(time.perf_counter() - started)
+        metrics.labelled(metrics.RPC_LATENCY, method).observe(time.perf_counter() - started)
         if code not in _SUCCESS:
             metrics.RPC_ERRORS.labels(method, Code(code).name if code in Code._value2member_map_ else str(code)).inc()
 
@@ -139,7 +139,7 @@ class MessagingService(service_grpc.MessagingServiceServicer):
             self._registry.note_publishing(client.client_id, topic)
         outcomes = await broker.send(items)
         assert len(outcomes) == len(items), "the broker answers every message"
-        metrics.MESSAGES_SENT.labels(broker.name, topic).inc(len(items))
+        metrics.labelled(metrics.MESSAGES_SENT, broker.name, topic).inc(len(items))
         return service.SendMessageResponse(status=responses.OK, entries=[responses.send_entry(o) for o in outcomes])
 
     async def EndTransaction(self, request, context):
@@ -193,7 +193,7 @@ class MessagingService(service_grpc.MessagingServiceServicer):
             yield service.ReceiveMessageResponse(status=responses.status(Code.MESSAGE_NOT_FOUND, "no new message"))
             return
         self._observe("ReceiveMessage", code, started)
-        metrics.MESSAGES_RECEIVED.labels(broker.name, receive.topic).inc(len(deliveries))
+        metrics.labelled(metrics.MESSAGES_RECEIVED, broker.name, receive.topic).inc(len(deliveries))
         yield service.ReceiveMessageResponse(status=responses.OK)
         namespace = request.message_queue.topic.resource_namespace
         for delivery in deliveries:
@@ -227,7 +227,7 @@ class MessagingService(service_grpc.MessagingServiceServicer):
                 assert len(rejections) == len(indexes), "the broker answers every handle"
                 for index, rejection in zip(indexes, rejections):
                     statuses[index] = responses.OK if rejection is None else self._failure("AckMessage", rejection)
-                metrics.MESSAGES_ACKED.labels(broker.name, topic).inc(rejections.count(None))
+                metrics.labelled(metrics.MESSAGES_ACKED, broker.name, topic).inc(rejections.count(None))
             except Exception as error:  # noqa: BLE001 - a broker's failure is the status of its entries
                 for index in indexes:
                     statuses[index] = self._failure("AckMessage", error)

@@ -10,11 +10,12 @@ Rules:
 * Recovery (:meth:`scan`) trusts nothing: it walks records from a known boundary checking
   CRC and position, stops at the first invalid one and :meth:`cut` removes the rest
   physically, later segments included.  A torn or corrupt tail is therefore never served.
-* Replication moves whole records only: :meth:`read_raw` returns whole records,
-  :meth:`validate_raw` checks a received run before anything is written, :meth:`cut` fsyncs.
+* Replication moves whole records only: :meth:`read_raw` returns whole records (the slave
+  checks each one, store.replica_run, before anything is written), :meth:`cut` fsyncs.
 """
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
@@ -115,22 +116,22 @@ class CommitLog:
         return record.check(self.files.read(offset, max(size, 8)), 0, offset, self.room(offset))
 
     def read_raw(self, offset: int, max_bytes: int) -> bytes:
-        """Whole records from ``offset`` (a record boundary), at least one if any, within a segment."""
+        """Whole records from ``offset`` (a record boundary), at least one if any, within a segment.
+
+        Records are not CRC-checked here (the slave checks every one before it appends): the
+        log's end and a segment's end are record boundaries, so a read that reaches either is
+        returned as it is, and a shorter one is cut after its last whole record by walking
+        the size fields only.
+        """
         if offset < self.min_offset or offset > self.write_offset:
             raise ValueError(f"offset {offset} outside the log [{self.min_offset}, {self.write_offset}]")
         limit = min(self.write_offset - offset, self.room(offset))
-        data = self.files.read(offset, min(limit, max(max_bytes, 8)))
-        end = 0
-        while end < len(data):
-            info = record.check(data, end, offset + end, self.room(offset + end))
-            if isinstance(info, Invalid):
-                break
-            end += info.size
-        if end == 0 and data:
-            size = record.declared_size(data)
-            whole = self.files.read(offset, size)
-            info = record.check(whole, 0, offset, self.room(offset))
-            return b"" if isinstance(info, Invalid) else whole
+        if limit <= max_bytes:
+            return self.files.read(offset, limit)
+        data = self.files.read(offset, max(max_bytes, 8))
+        end = _whole_records(data)
+        if end == 0:  # the first record alone is longer than max_bytes: it goes whole
+            return self.files.read(offset, min(limit, max(record.declared_size(data), BLANK_SIZE)))
         return data[:end]
 
     # --- recovery and truncation -------------------------------------------------------------
@@ -184,15 +185,16 @@ class CommitLog:
         self.write_offset = offset
         return removed
 
-    def validate_raw(self, offset: int, data: bytes) -> list[tuple[int, RecordInfo]] | str:
-        """Every record of a replicated run at ``offset``, or why the run is not acceptable."""
-        if offset != self.write_offset:
-            return f"append at {offset} but the log ends at {self.write_offset}"
-        found, pos = [], 0
-        while pos < len(data):
-            info = record.check(data, pos, offset + pos, self.room(offset + pos))
-            if isinstance(info, Invalid):
-                return f"record at {offset + pos} is invalid ({info.value})"
-            found.append((pos, info))
-            pos += info.size
-        return found
+
+_SIZE = struct.Struct(">I")
+
+
+def _whole_records(data: bytes) -> int:
+    """Length of the whole records at the start of ``data`` (by their size fields, unchecked)."""
+    end, length = 0, len(data)
+    while end + 4 <= length:
+        (size,) = _SIZE.unpack_from(data, end)
+        if size < BLANK_SIZE or end + size > length:
+            break
+        end += size
+    return end

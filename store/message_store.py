@@ -40,6 +40,7 @@ from store.queue_table import QueueTable
 from store.reader import Reader
 from store.record import Invalid
 from store.recovery import recover
+from store.replica_run import check_run
 from store.results import GetResult, GetStatus, RecoveryReport
 
 __all__ = ["MessageStore", "StoreConfig", "FlushDiskType", "GetResult", "GetStatus", "RecoveryReport",
@@ -225,10 +226,14 @@ class MessageStore(Reader):
             first, entries = runs.setdefault((topic, queue_id), (queue_offset, []))
             assert first + len(entries) == queue_offset, "queue offsets are consecutive"
             entries.append(entry)
+        if pending:
+            self._index_runs(runs, pending[-1][0])
+
+    def _index_runs(self, runs: dict[tuple[str, int], tuple[int, list[bytes]]], end_offset: int) -> None:
+        """Write each queue's run of entries (from its first queue offset), then wake listeners."""
         for (topic, queue_id), (first, entries) in runs.items():
             self._queues.get_or_create(topic, queue_id).put(first, entries)
-        if pending:
-            self._indexed_offset = max(self._indexed_offset, pending[-1][0])
+        self._indexed_offset = max(self._indexed_offset, end_offset)
         for (topic, queue_id), (first, entries) in runs.items():
             for listener in self._listeners:
                 try:
@@ -297,26 +302,30 @@ class MessageStore(Reader):
         return self._log.read_raw(commit_offset, max_bytes)
 
     def append_raw(self, commit_offset: int, data: bytes) -> None:
-        """Slave side: append whole records copied from the master, at our log's end, and index them."""
+        """Slave side: append whole records copied from the master, at our log's end, and index them.
+
+        Every record is checked (store.replica_run) before anything is written; the run is
+        written with one write per segment and indexed with one write per queue.
+        """
         self._check_open()
         if self._pending:
             raise BadReplicationData("append_raw while local puts await their flush")
-        found = self._log.validate_raw(commit_offset, data)
-        if isinstance(found, str):
-            raise BadReplicationData(found)
-        for low, high in _segment_runs(self._log, commit_offset, found):
-            self._log.files.write(commit_offset + low, data[low:high])
-        pending = []
-        for pos, info in found:
-            if info.kind is record.Kind.MESSAGE:
-                message = record.decode(data, pos, commit_offset + pos, self._log.room(commit_offset + pos))
-                assert not isinstance(message, Invalid)
-                entry = encode_entry(message.commit_offset, message.size, tag_hash(message.tag))
-                pending.append((message.next_commit_offset, message.topic, message.queue_id,
-                                message.queue_offset, entry))
-                self._next_queue_offset[(message.topic, message.queue_id)] = message.queue_offset + 1
-        self._log.write_offset = commit_offset + sum(info.size for _, info in found)
-        self._index(pending)
+        log_ = self._log
+        if commit_offset != log_.write_offset:
+            raise BadReplicationData(f"append at {commit_offset} but the log ends at {log_.write_offset}")
+        checked = check_run(data, commit_offset, log_.segment_size)
+        if isinstance(checked, str):
+            raise BadReplicationData(checked)
+        low = 0
+        while low < checked.size:  # records never cross a segment: split at segment ends
+            high = min(checked.size, low + log_.room(commit_offset + low))
+            log_.files.write(commit_offset + low, data[low:high] if low or high < len(data) else data)
+            low = high
+        log_.write_offset = commit_offset + checked.size
+        runs = {key: (run.first, run.entries) for key, run in checked.queues.items()}
+        for key, (first, entries) in runs.items():
+            self._next_queue_offset[key] = first + len(entries)
+        self._index_runs(runs, log_.write_offset)
         self._flush.wake()
         self._notify_written()
 
@@ -416,14 +425,3 @@ def _time_out(waiter: asyncio.Future, timeout_ms: int) -> None:
 def _sealer(tail: bytes, draft: MessageDraft, queue_offset: int, now: int) -> Callable[[int], bytes]:
     return lambda commit_offset: record.seal(tail, draft.queue_id, queue_offset, commit_offset,
                                              now, draft.born_timestamp_ms)
-
-
-def _segment_runs(log_: CommitLog, base: int, found) -> list[tuple[int, int]]:
-    """Split validated records at ``base`` into (low, high) byte ranges that stay in one segment."""
-    runs: list[tuple[int, int]] = []
-    for pos, info in found:
-        if runs and log_.files.segment_start(base + runs[-1][0]) == log_.files.segment_start(base + pos):
-            runs[-1] = (runs[-1][0], pos + info.size)
-        else:
-            runs.append((pos, pos + info.size))
-    return runs

@@ -46,7 +46,7 @@ class MasterLogView:
 
 @dataclass(frozen=True)
 class MasterSettings:
-    batch_size_bytes: int = 32 * 1024
+    batch_size_bytes: int = 1024 * 1024
     heartbeat_interval_ms: int = 5000
     housekeeping_interval_ms: int = 20_000
     max_epoch_entries: int = 1000

@@ -8,7 +8,13 @@ Raft write) and prints:
 - ops/s: ApplyBrokerId writes with --concurrency callers for --seconds;
 - electMaster latency: admin-designated elections alternating between two alive brokers.
 
-    .venv/bin/python bench/bench_controller.py --runs 20
+    .venv/bin/python bench/bench_controller.py --runs 20 --seconds 5 --elections 50
+    # stability: elections under 10 minutes of saturating, then of paced ("normal") load
+    .venv/bin/python bench/bench_controller.py --runs 1 --seconds 600 --elections 10 --workdir DIR --log-level INFO
+    .venv/bin/python bench/bench_controller.py --runs 1 --seconds 600 --elections 10 --rate 50
+The saturating load registers a new broker set per call, so the tables (and snapshots)
+grow without bound: about 200k sets after 10 minutes.  With --log-level INFO the member
+logs in --workdir show role changes, loop stalls, slow GCs and snapshot timings.
 Benchmarks print; they never fail on timing.
 """
 from __future__ import annotations

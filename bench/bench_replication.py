@@ -4,7 +4,9 @@ In one run, with real container processes on 127.0.0.1 (a master container with 
 nameserver, a slave container pointed at it with ``haMasterAddress``):
 
 (a) loopback: a plain copy of the catch-up's byte count from a file, over a loopback TCP
-    socket (``socket.sendfile``), into a file in another process, fdatasynced at the end: MiB/s;
+    socket (``socket.sendfile``), into a file in another process, fdatasynced at the end: MiB/s
+    (the ratio of (b) is to this figure, since a SYNC_FLUSH slave acks only what is fdatasynced;
+    the figure up to the last write, before the fdatasync, is printed too);
 (b) catch-up: a master whose store was filled offline (``MessageStore.put``, batches of
     ``maxBatchPut``) with ~N MiB of 1 KiB messages, and an empty slave container started
     against it: seconds from the slave's "container ready" until the master reports the
@@ -67,9 +69,10 @@ while True:
     if not n:
         break
     os.write(fd, view[:n])
+connection.sendall(b"w")
 os.fdatasync(fd)
 os.close(fd)
-connection.sendall(b"k")
+connection.sendall(b"s")
 """
 
 
@@ -93,12 +96,15 @@ def loopback_copy(nbytes: int, tmp: Path) -> dict:
             sock.sendfile(data)
             sock.shutdown(socket.SHUT_WR)
             sock.recv(1)
+            written = time.perf_counter() - began
+            sock.recv(1)
         elapsed = time.perf_counter() - began
     finally:
         receiver.wait(30)
     source.unlink()
     (tmp / "copy-target").unlink()
-    return {"bytes": nbytes, "seconds": elapsed, "mib_s": nbytes / MIB / elapsed}
+    return {"bytes": nbytes, "seconds": elapsed, "mib_s": nbytes / MIB / elapsed,
+            "written_s": written, "written_mib_s": nbytes / MIB / written}
 
 
 # --- containers -----------------------------------------------------------------------------------
@@ -179,6 +185,12 @@ def fill_store(path: Path, nbytes: int) -> dict:
     return {"messages": count, "bytes": max_offset, "fill_s": time.perf_counter() - began}
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (all its threads) so far, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def py_spy(pid: int, out: Path) -> subprocess.Popen:
     """Sample ``pid`` until SIGINT; collapsed stacks (``--format raw``) into ``out``."""
     tool = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
@@ -191,6 +203,8 @@ def catch_up(master: ContainerProcess, slave: ContainerProcess, args, filled: di
     spawned = time.perf_counter()
     slave.start(timeout_s=60)
     ready = time.perf_counter()
+    pids = {"master": master.process.pid, "slave": slave.process.pid}
+    cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     spies = []
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
@@ -198,12 +212,14 @@ def catch_up(master: ContainerProcess, slave: ContainerProcess, args, filled: di
                  for name, p in (("master", master), ("slave", slave))]
     status = asyncio.run(wait_acked(master, filled["bytes"], timeout_s=3600))
     done = time.perf_counter()
+    cpu = {name: cpu_seconds(pid) - cpu_before[name] for name, pid in pids.items()}
     for spy in spies:
         spy.send_signal(signal.SIGINT)
         spy.wait(60)
     seconds = done - ready
     figures = {"seconds": seconds, "from_spawn_s": done - spawned, "bytes": status["maxOffset"],
-               "mib_s": filled["bytes"] / MIB / seconds, "msgs_s": filled["messages"] / seconds}
+               "mib_s": filled["bytes"] / MIB / seconds, "msgs_s": filled["messages"] / seconds,
+               "master_cpu_s": cpu["master"], "slave_cpu_s": cpu["slave"]}
     if args.verify:
         figures["identical"] = same_commit_log(master.data_dir / f"{BROKER}-0", slave.data_dir / f"{BROKER}-1")
     return figures
@@ -290,11 +306,12 @@ def report_sends(results: dict) -> None:
 
 
 def run(args, tmp: Path) -> None:
-    copy = {"mib_s": float("nan")}
+    copy = {"mib_s": float("nan"), "written_mib_s": float("nan")}
     if "a" in args.phases:
         print(f"== (a) loopback copy of {args.catch_up_mib} MiB (sendfile -> recv_into/write, fdatasync)   {load()}")
         copy = loopback_copy(args.catch_up_mib * MIB, tmp)
-        print(f"loopback: {copy['mib_s']:.0f} MiB/s ({copy['seconds']:.2f} s)")
+        print(f"loopback: {copy['mib_s']:.0f} MiB/s fdatasynced ({copy['seconds']:.2f} s); "
+              f"{copy['written_mib_s']:.0f} MiB/s written before the fdatasync ({copy['written_s']:.2f} s)")
     if "b" in args.phases or "c" in args.phases:
         catch_up_and_steady(args, tmp, copy)
     if "d" in args.phases:
@@ -315,8 +332,11 @@ def catch_up_and_steady(args, tmp: Path, copy: dict) -> None:
         figures = catch_up(master, slave, args, filled)
         print(f"catch-up: {figures['seconds']:.2f} s from slave ready ({figures['from_spawn_s']:.2f} s from spawn): "
               f"{figures['mib_s']:.0f} MiB/s, {figures['msgs_s']:.0f} msgs/s, "
-              f"ratio to loopback copy {figures['mib_s'] / copy['mib_s']:.2f}; "
+              f"ratio to the loopback copy {figures['mib_s'] / copy['mib_s']:.2f} "
+              f"(to its unsynced write {figures['mib_s'] / copy['written_mib_s']:.2f}); "
               f"byte-identical: {figures.get('identical', 'not checked')}   {load()}")
+        print(f"CPU used meanwhile: slave {figures['slave_cpu_s']:.1f} s ({figures['bytes'] / MIB / figures['slave_cpu_s']:.0f} "
+              f"MiB per slave CPU-second), master {figures['master_cpu_s']:.1f} s")
         if "c" in args.phases:
             create_topic(master, "bench-steady")
             print(f"\n== (c) steady replication: batches of 32 x 1 KiB, 16 in flight, {args.seconds} s   {load()}")

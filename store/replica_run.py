@@ -55,14 +55,16 @@ class CheckedRun:
 def check_run(data: bytes, offset: int, segment_size: int) -> CheckedRun | str:
     """Every record of ``data``, which should sit at commit ``offset``, checked; or why not.
 
-    Two caches keep per-record work small: the CRC of a record's first 8 bytes (size and
-    magic) per size, and the last topic-and-host section seen (records of one producer
-    repeat it, and its topic is decoded once).
+    Caches keep per-record work small: the CRC of a record's first 8 bytes (size and magic)
+    per size; the last topic-and-host section seen (records of one producer repeat it, and
+    its topic is decoded once); and the last properties shape (see :func:`_tag_shape`).
     """
     view, head, u32, crc32 = memoryview(data), _HEAD.unpack_from, _U32.unpack_from, zlib.crc32
     queues: dict[tuple[str, int], QueueRun] = {}
     seeds: dict[int, int] = {}
-    prefix, topic = b"\xff", ""  # never matches: a section holds two lengths
+    prefix: bytes | None = None
+    topic: str | None = None
+    shape = _NO_SHAPE
     pos, length = 0, len(data)
     while pos < length:
         at = offset + pos
@@ -86,15 +88,20 @@ def check_run(data: bytes, offset: int, segment_size: int) -> CheckedRun | str:
         if commit_offset != at:
             return f"record at {at} is invalid (BAD_OFFSET: it belongs at {commit_offset})"
         section = pos + HEADER_SIZE
-        if not data.startswith(prefix, section):
+        if prefix is None or not data.startswith(prefix, section):
             prefix, topic = _topic_and_host(data, section, topic_length, end)
         properties = section + len(prefix) + 4
         properties_end = properties + (u32(data, properties - 4)[0] if properties <= end else end)
         body = properties_end + 4 + (u32(data, properties_end)[0] if properties_end + 4 <= end else end)
         if topic is None or body + 4 > end or body + 4 + u32(data, body)[0] != end:
             return f"record at {at} is invalid (BAD_LAYOUT)"
-        tag_code = 0 if data.find(_TAG_FIELD, properties, properties_end) < 0 else \
-            _tag_code(data, properties, properties_end)
+        if data.find(_TAG_FIELD, properties, properties_end) < 0:
+            tag_code = 0  # no key TAGS can be there
+        elif shape.fits(data, properties, properties_end):
+            tag_code = shape.tag_code
+        else:
+            shape = _tag_shape(data, properties, properties_end)
+            tag_code = shape.tag_code
         if tag_code is None:
             return f"record at {at} is invalid (BAD_LAYOUT in properties)"
         run = queues.get((topic, queue_id))
@@ -156,3 +163,38 @@ def _tag_code(data: bytes, at: int, end: int) -> int | None:
             return zlib.crc32(value)
         at = value_end
     return 0 if at == end else None
+
+
+@dataclass(frozen=True)
+class _TagShape:
+    """A properties section whose TAGS entry is first or second: the header (key length, key,
+    value length) of the entry before it (empty if none), where TAGS starts, and the bytes
+    from TAGS to the section's end.  A section that starts with the same header and holds the
+    same bytes from the same place on has the same tag code (its value is among those bytes),
+    whatever the first entry's value (the message id, different in every record)."""
+
+    first: bytes
+    tags_at: int
+    rest: bytes
+    tag_code: int | None
+
+    def fits(self, data: bytes, at: int, end: int) -> bool:
+        return (end - at == self.tags_at + len(self.rest) and data.startswith(self.first, at)
+                and data.startswith(self.rest, at + self.tags_at))
+
+
+_NO_SHAPE = _TagShape(b"", -1, b"", None)  # fits nothing: no section has length -1
+
+
+def _tag_shape(data: bytes, at: int, end: int) -> _TagShape:
+    """The tag code of ``data[at:end]`` (walked), as a shape if TAGS is its first or second entry."""
+    code = _tag_code(data, at, end)
+    if code is None:
+        return _TagShape(b"", -1, b"", None)
+    if data.startswith(_TAG_FIELD, at):
+        return _TagShape(b"", 0, data[at:end], code)
+    header_end = at + 6 + _U16.unpack_from(data, at)[0]
+    tags_at = header_end + _U32.unpack_from(data, header_end - 4)[0]
+    if not data.startswith(_TAG_FIELD, tags_at):
+        return _TagShape(b"", -1, b"", code)
+    return _TagShape(data[at:header_end], tags_at - at, data[tags_at:end], code)

@@ -24,10 +24,22 @@ def drafts():
                            {"u": str(i)} if i % 7 == 0 else {})
 
 
-def build_log(start: int = 0) -> tuple[bytes, dict]:
+def same_shape_drafts():
+    """Runs of records whose properties differ only in the first value (the shape cache's case), and its near misses."""
+    for i in range(60):
+        props = {Prop.MESSAGE_ID: f"{i:032X}" if i % 9 else f"id{i}", Prop.TAG: "TagA" if i % 13 else "TagB",
+                 Prop.MESSAGE_TYPE: "NORMAL"}
+        if i % 17 == 0:
+            props = {Prop.TAG: "TagA", Prop.MESSAGE_ID: f"{i:032X}"}  # TAGS first
+        if i % 19 == 0:
+            props = {"x": "1", Prop.MESSAGE_ID: "m", Prop.TAG: "TagA"}  # TAGS third: walked
+        yield MessageDraft("T", i % 3, b"body", 7, "h:1", props, {})
+
+
+def build_log(start: int = 0, make=drafts) -> tuple[bytes, dict]:
     """Records laid out as the commit log does (a BLANK where one does not fit), and the expected index."""
     out, offset, next_queue, expected = bytearray(), start, {}, {}
-    for draft in drafts():
+    for draft in make():
         key = (draft.topic, draft.queue_id)
         data = record.encode_record(draft, next_queue.get(key, 0), offset, 9)
         room = SEGMENT - offset % SEGMENT
@@ -51,8 +63,16 @@ def test_a_valid_run_gives_the_index_decode_would():
     assert {key: (run.first, run.entries) for key, run in checked.queues.items()} == expected
 
 
-def test_every_single_byte_change_outside_blank_padding_is_refused():
-    data, _ = build_log()
+def test_records_of_one_shape_get_each_its_own_tag_code():
+    data, expected = build_log(make=same_shape_drafts)
+    checked = check_run(data, 0, SEGMENT)
+    assert not isinstance(checked, str), checked
+    assert {key: (run.first, run.entries) for key, run in checked.queues.items()} == expected
+
+
+@pytest.mark.parametrize("make", [drafts, same_shape_drafts])
+def test_every_single_byte_change_outside_blank_padding_is_refused(make):
+    data, _ = build_log(make=make)
     blank_padding = set()
     pos = 0
     while pos < len(data):

@@ -12,8 +12,9 @@ nameserver, a slave container pointed at it with ``haMasterAddress``):
     against it: seconds from the slave's "container ready" until the master reports the
     slave's acked offset equal to its max offset; MiB/s, msgs/s and the ratio to (a);
     the copy is then compared byte for byte with the master's commit log;
-(c) steady: 1 KiB messages sent to that master (batches of 32, 16 in flight) for --seconds:
-    bytes and messages from the first send until the slave's ack reaches the last one;
+(c) steady: 1 KiB messages sent to that master (batches of 32, 16 in flight, counter ids)
+    for --seconds: bytes and messages from the first send until the slave's ack reaches the last
+    one (the one client process may be what limits it: compare with "sends alone");
 (d) SYNC_MASTER vs ASYNC_MASTER, each a fresh master + slave pair: 1 KiB sends with 16 and 64
     in flight, and batches of 32 with 16 in flight: msgs/s, p50, p99, and SYNC/ASYNC.
 
@@ -23,6 +24,7 @@ shared with others: the load average is printed before and after each phase.
     .venv/bin/python bench/bench_replication.py                                  # 1 GiB, 5 s cases
     .venv/bin/python bench/bench_replication.py --catch-up-mib 256 --seconds 3   # quick
     .venv/bin/python bench/bench_replication.py --profile /tmp/prof              # py-spy both sides of (b)
+--profile samples both containers (py-spy, 200 Hz), which slows them: take figures without it.
 Benchmarks print; they never fail on timing.
 """
 from __future__ import annotations
@@ -142,7 +144,7 @@ async def wait_acked(master: ContainerProcess, target: int | None, timeout_s: fl
             return status
         if time.perf_counter() > deadline:
             raise RuntimeError(f"slave did not ack {want} in {timeout_s}s: {status}")
-        await asyncio.sleep(0.02)
+        await asyncio.sleep(0.05)  # each poll costs the master a status document
 
 
 def create_topic(container: ContainerProcess, topic: str) -> None:
@@ -159,7 +161,8 @@ def create_topic(container: ContainerProcess, topic: str) -> None:
 
 # --- (b) catch-up ---------------------------------------------------------------------------------
 def fill_store(path: Path, nbytes: int) -> dict:
-    """Offline: ~``nbytes`` of 1 KiB messages in 8 queues, through MessageStore.put."""
+    """Offline: ~``nbytes`` of 1 KiB messages in 8 queues, through MessageStore.put, with the
+    system properties a client send gets (message id, tag, message type)."""
     from metadata.message import MessageDraft, Prop
     from scheduler.clock import SystemClock
     from store.config import FlushDiskType, StoreConfig
@@ -174,7 +177,8 @@ def fill_store(path: Path, nbytes: int) -> dict:
         nonlocal count
         while store.commit_log_max_offset < nbytes:
             drafts = [MessageDraft("bench-catch-up", (count + i) % 8, body, now, "127.0.0.1:1",
-                                   {Prop.MESSAGE_ID: f"{count + i:032X}", Prop.TAG: "TagA"}, {})
+                                   {Prop.MESSAGE_ID: f"{count + i:032X}", Prop.TAG: "TagA",
+                                    Prop.MESSAGE_TYPE: "NORMAL"}, {})
                       for i in range(store.config.max_batch_put)]
             await store.put(drafts)
             count += len(drafts)
@@ -246,9 +250,17 @@ async def steady(master: ContainerProcess, topic: str, seconds: float) -> dict:
     async with grpc.aio.insecure_channel(master.endpoint) as channel:
         stub = g.MessagingServiceStub(channel)
 
+        ids = iter(range(1 << 62))
+        template = message(topic)
+
+        def fresh() -> d.Message:  # a copy with a counter id: cheaper than a uuid per message
+            copy = d.Message()
+            copy.CopyFrom(template)
+            copy.system_properties.message_id = f"{os.getpid():08X}{next(ids):024X}"
+            return copy
+
         async def send_batch():
-            response = await stub.SendMessage(s.SendMessageRequest(messages=[message(topic) for _ in range(32)]),
-                                              metadata=META)
+            response = await stub.SendMessage(s.SendMessageRequest(messages=[fresh() for _ in range(32)]), metadata=META)
             assert response.status.code == d.OK, response.status
 
         began = time.perf_counter()

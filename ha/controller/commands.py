@@ -37,7 +37,8 @@ def decide(request: Request, replicas: ReplicasInfo, liveness: BrokerLiveness, n
            allow_unclean: bool = False) -> Decision:
     if isinstance(request, GetNextBrokerId):
         info = replicas.replica_info_table.get(request.broker_name)
-        return Decision((), Reply(next_broker_id=info.next_assign_broker_id if info else 1))
+        return Decision((), Reply(next_broker_id=info.next_assign_broker_id if info
+                                  else replicas.first_broker_id(request.broker_name)))
     if isinstance(request, ApplyBrokerId):
         return _apply_broker_id(request, replicas)
     if isinstance(request, RegisterBroker):
@@ -64,7 +65,7 @@ def _apply_broker_id(request: ApplyBrokerId, replicas: ReplicasInfo) -> Decision
     event = ApplyBrokerIdEvent(request.cluster_name, name, address, wanted, request.register_check_code)
     info = replicas.replica_info_table.get(name)
     if info is None or not replicas.exists(name):
-        if wanted != 1:
+        if wanted != replicas.first_broker_id(name):
             return reject(Code.CONTROLLER_BROKER_ID_INVALID,
                           f"Broker-set: {name} hasn't been registered in controller, but broker try to apply "
                           f"brokerId: {wanted}")

@@ -7,7 +7,9 @@ Rules:
 - ``sync_state_info_table``: broker name -> ``SyncStateInfo`` (master, SyncStateSet, and their
   epochs).  Every master change, including "no master", bumps ``master_epoch``; every new
   SyncStateSet bumps ``sync_state_set_epoch``.  Epochs never go back.
-- A broker set exists only when it is in both tables.  Cleaning some ids keeps the
+- A broker set exists only when it is in both tables.  A set cleaned away entirely leaves a
+  ``Retired`` record (next id, epochs): created again, it continues from there, so ids are
+  never reused and epochs never go back; its first election is again "first time".  Cleaning some ids keeps the
   SyncStateInfo while any replica remains (so its epochs survive); cleaning the master clears
   it with an epoch bump, like any other master change.
 - ``apply`` is the only mutation.  Values are frozen and replaced, so ``copy()`` is a cheap
@@ -63,10 +65,19 @@ class SyncStateInfo:
     sync_state_set_epoch: int = 0
     sync_state_set: frozenset[int] = frozenset()
     master_broker_id: int | None = None
+    base_master_epoch: int = 0  # the master epoch the set was (re)created with
 
     @property
     def is_first_time_for_elect(self) -> bool:
-        return self.master_epoch == 0
+        return self.master_epoch == self.base_master_epoch
+
+
+@dataclass(frozen=True)
+class Retired:
+    """What a cleaned-away broker set leaves behind, so that it never goes back if created again."""
+    next_assign_broker_id: int
+    master_epoch: int
+    sync_state_set_epoch: int
 
 
 class ReplicasInfo:
@@ -75,12 +86,19 @@ class ReplicasInfo:
     def __init__(self) -> None:
         self.replica_info_table: dict[str, BrokerReplicaInfo] = {}
         self.sync_state_info_table: dict[str, SyncStateInfo] = {}
+        self.retired_table: dict[str, Retired] = {}
+
+    def first_broker_id(self, broker_name: str) -> int:
+        """The id a new (or re-created) broker set starts with."""
+        retired = self.retired_table.get(broker_name)
+        return retired.next_assign_broker_id if retired else 1
 
     def copy(self) -> "ReplicasInfo":
         """A scratch copy in O(1): writes stay in it; this one must not change while it is used."""
         other = ReplicasInfo()
         other.replica_info_table = Overlay(self.replica_info_table)
         other.sync_state_info_table = Overlay(self.sync_state_info_table)
+        other.retired_table = Overlay(self.retired_table)
         return other
 
     def detached(self) -> "ReplicasInfo":
@@ -88,6 +106,7 @@ class ReplicasInfo:
         other = ReplicasInfo()
         other.replica_info_table = dict(self.replica_info_table)
         other.sync_state_info_table = dict(self.sync_state_info_table)
+        other.retired_table = dict(self.retired_table)
         return other
 
     def exists(self, broker_name: str) -> bool:
@@ -119,9 +138,13 @@ class ReplicasInfo:
 
     def _apply_broker_id(self, event: ApplyBrokerIdEvent) -> None:
         name = event.broker_name
-        replicas = self.replica_info_table.get(name) or BrokerReplicaInfo(event.cluster_name, name)
+        retired = self.retired_table.pop(name, None) if not self.exists(name) else None
+        replicas = self.replica_info_table.get(name) or BrokerReplicaInfo(
+            event.cluster_name, name, retired.next_assign_broker_id if retired else 1)
         if name not in self.sync_state_info_table:
-            self.sync_state_info_table[name] = SyncStateInfo(event.cluster_name, name)
+            epoch = retired.master_epoch if retired else 0
+            self.sync_state_info_table[name] = SyncStateInfo(
+                event.cluster_name, name, epoch, retired.sync_state_set_epoch if retired else 0, base_master_epoch=epoch)
         if event.new_broker_id not in replicas.brokers:
             replicas = replicas.with_broker(event.new_broker_id,
                                             BrokerIdInfo(event.broker_address, event.register_check_code))
@@ -142,6 +165,7 @@ class ReplicasInfo:
 
     def _apply_clean(self, event: CleanBrokerDataEvent) -> None:
         name = event.broker_name
+        self._retire(name)  # what survives if this clean removes the whole set
         if not event.broker_ids_to_clean:
             self.replica_info_table.pop(name, None)
             self.sync_state_info_table.pop(name, None)
@@ -162,6 +186,18 @@ class ReplicasInfo:
                 self.sync_state_info_table[name] = dataclasses.replace(state, sync_state_set=remaining)
             else:
                 del self.sync_state_info_table[name]
+        if self.exists(name):
+            self.retired_table.pop(name, None)
+
+    def _retire(self, name: str) -> None:
+        replicas, state = self.replica_info_table.get(name), self.sync_state_info_table.get(name)
+        if replicas is None and state is None:
+            return
+        old = self.retired_table.get(name)
+        self.retired_table[name] = Retired(
+            max(replicas.next_assign_broker_id if replicas else 1, old.next_assign_broker_id if old else 1),
+            max(state.master_epoch + 1 if state else 0, old.master_epoch if old else 0),
+            max(state.sync_state_set_epoch + 1 if state else 0, old.sync_state_set_epoch if old else 0))
 
     def _apply_address(self, event: UpdateBrokerAddressEvent) -> None:
         replicas = self.replica_info_table.get(event.broker_name)
@@ -182,7 +218,9 @@ class ReplicasInfo:
         """
         replicas = _encode_table(self.replica_info_table, _replica_json)
         states = _encode_table(self.sync_state_info_table, _state_json)
-        return b'{"format":%d,"replicaInfoTable":%s,"syncStateSetInfoTable":%s}' % (SNAPSHOT_FORMAT, replicas, states)
+        retired = _encode_table(self.retired_table, _retired_json)
+        return b'{"format":%d,"replicaInfoTable":%s,"syncStateSetInfoTable":%s,"retiredTable":%s}' % (
+            SNAPSHOT_FORMAT, replicas, states, retired)
 
     @classmethod
     def restore(cls, data: bytes) -> "ReplicasInfo":
@@ -198,7 +236,9 @@ class ReplicasInfo:
         for name, s in body["syncStateSetInfoTable"].items():
             state.sync_state_info_table[name] = SyncStateInfo(s["clusterName"], name, s["masterEpoch"],
                                                               s["syncStateSetEpoch"], frozenset(s["syncStateSet"]),
-                                                              s["masterBrokerId"])
+                                                              s["masterBrokerId"], s.get("baseMasterEpoch", 0))
+        for name, r in body.get("retiredTable", {}).items():
+            state.retired_table[name] = Retired(r["nextAssignBrokerId"], r["masterEpoch"], r["syncStateSetEpoch"])
         return state
 
 
@@ -209,7 +249,13 @@ def _replica_json(r: BrokerReplicaInfo) -> dict:
 
 def _state_json(s: SyncStateInfo) -> dict:
     return {"clusterName": s.cluster_name, "masterEpoch": s.master_epoch, "syncStateSetEpoch": s.sync_state_set_epoch,
-            "syncStateSet": sorted(s.sync_state_set), "masterBrokerId": s.master_broker_id}
+            "syncStateSet": sorted(s.sync_state_set), "masterBrokerId": s.master_broker_id,
+            "baseMasterEpoch": s.base_master_epoch}
+
+
+def _retired_json(r: Retired) -> dict:
+    return {"nextAssignBrokerId": r.next_assign_broker_id, "masterEpoch": r.master_epoch,
+            "syncStateSetEpoch": r.sync_state_set_epoch}
 
 
 def _encode_table(table: Mapping, to_json) -> bytes:

@@ -24,7 +24,8 @@ shared with others: the load average is printed before and after each phase.
     .venv/bin/python bench/bench_replication.py                                  # 1 GiB, 5 s cases
     .venv/bin/python bench/bench_replication.py --catch-up-mib 256 --seconds 3   # quick
     .venv/bin/python bench/bench_replication.py --profile /tmp/prof              # py-spy both sides of (b)
---profile samples both containers (py-spy, 200 Hz), which slows them: take figures without it.
+--profile samples both containers (py-spy, 200 Hz), which slows them: take figures without it
+(BENCH_PY_SPY_NATIVE=1 adds C frames).  It prints the top functions of each profile.
 Benchmarks print; they never fail on timing.
 """
 from __future__ import annotations
@@ -56,6 +57,7 @@ from services.admin.client import AdminClient  # noqa: E402
 from tests.support.container_process import ContainerProcess  # noqa: E402
 
 MIB = 1 << 20
+NATIVE = ["--native"] if os.environ.get("BENCH_PY_SPY_NATIVE") else []
 BODY_BYTES = 1024
 BROKER = "broker-a"
 COPY_RECEIVER = """
@@ -198,8 +200,40 @@ def cpu_seconds(pid: int) -> float:
 def py_spy(pid: int, out: Path) -> subprocess.Popen:
     """Sample ``pid`` until SIGINT; collapsed stacks (``--format raw``) into ``out``."""
     tool = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
-    return subprocess.Popen([tool, "record", "--pid", str(pid), "--rate", "200", "--format", "raw",
+    return subprocess.Popen([tool, "record", "--pid", str(pid), "--rate", "200", "--format", "raw", *NATIVE,
                              "--output", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+_ENTRY_FILES = ("<frozen runpy>", "__main__.py", "cli.py", "cli_container.py", "runners.py", "__init__.py", "threading.py")
+
+
+def _frame_name(frame: str) -> str:
+    """``name (path/file.py:line)`` -> ``name (file.py)``."""
+    name, _, where = frame.strip().partition(" (")
+    return f"{name} ({where.rstrip(')').rsplit('/', 1)[-1].split(':')[0]})"
+
+
+def profile_summary(path: Path, top: int = 10) -> str:
+    """The functions with the most samples of a py-spy raw profile: own (self) and with callees
+    (inclusive, entry points such as the event loop's run left out)."""
+    own: dict[str, int] = {}
+    inclusive: dict[str, int] = {}
+    total = 0
+    for line in path.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack:
+            continue
+        frames = [_frame_name(frame) for frame in stack.split(";")]
+        total += int(count)
+        own[frames[-1]] = own.get(frames[-1], 0) + int(count)
+        for frame in set(frames):
+            if frame.rsplit(" (", 1)[-1].rstrip(")") not in _ENTRY_FILES:
+                inclusive[frame] = inclusive.get(frame, 0) + int(count)
+    lines = [f"{path.stem}: {total} samples (all threads; idle waits included)"]
+    for title, table in (("self", own), ("inclusive", inclusive)):
+        best = sorted(table.items(), key=lambda item: -item[1])[:top]
+        lines.append(f"  {title}: " + ", ".join(f"{name} {100 * n / max(total, 1):.1f}%" for name, n in best))
+    return "\n".join(lines)
 
 
 def catch_up(master: ContainerProcess, slave: ContainerProcess, args, filled: dict) -> dict:
@@ -349,6 +383,9 @@ def catch_up_and_steady(args, tmp: Path, copy: dict) -> None:
               f"byte-identical: {figures.get('identical', 'not checked')}   {load()}")
         print(f"CPU used meanwhile: slave {figures['slave_cpu_s']:.1f} s ({figures['bytes'] / MIB / figures['slave_cpu_s']:.0f} "
               f"MiB per slave CPU-second), master {figures['master_cpu_s']:.1f} s")
+        if args.profile:
+            for name in ("slave", "master"):
+                print(profile_summary(args.profile / f"{name}.txt"))
         if "c" in args.phases:
             create_topic(master, "bench-steady")
             print(f"\n== (c) steady replication: batches of 32 x 1 KiB, 16 in flight, {args.seconds} s   {load()}")

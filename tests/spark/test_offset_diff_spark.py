@@ -102,12 +102,19 @@ def test_fixtures_end_to_end_with_output(spark, tmp_path):
     assert summary["broker_groups"]["broker-a"]["rollback_native"] == 0
     assert summary["broker_groups"]["broker-b"]["rollback_if_master_wins"] == 0
     assert spark.read.parquet(str(tmp_path / "detail")).count() == 11  # in-sync keys too
-    plan_lines = (tmp_path / "plan.csv").read_text().splitlines()
-    assert len(plan_lines) == 12 and "broker-a,TopicOrders,GID_orders,0,37960,40210,40210,2250,0,diverged,raise" in plan_lines
+    plan_lines = (tmp_path / "plan.csv").read_bytes().decode().split("\r\n")  # csv.writer's excel dialect
+    keys = [line.split(",")[:3] + [int(line.split(",")[3])] for line in plan_lines[1:-1]]
+    assert len(plan_lines) == 13 and plan_lines[-1] == "" and keys == sorted(keys)
+    assert plan_lines[0] == "broker_group,topic,group,queue_id,master_offset,native_offset,safe_offset,rollback_if_master_wins,rollback_native,status,action"
+    assert "broker-a,TopicOrders,GID_orders,0,37960,40210,40210,2250,0,diverged,raise" in plan_lines
     from metadata.consumer_offsets import loads
 
+    for group in ("broker-a", "broker-b"):  # byte for byte what ConsumerOffsetTable.dumps writes
+        text = (tmp_path / "plan" / group / "consumerOffset.json").read_text()
+        assert loads(text).dumps() == text
     merged = loads((tmp_path / "plan" / "broker-a" / "consumerOffset.json").read_text())
     assert merged.get("TopicOrders", "GID_orders", 0) == 40210 and merged.data_version == DataVersion(0, 1_800_000_000_000, 6)
+    assert not (tmp_path / ".plan-parts").exists()
     assert all((tmp_path / name).stat().st_size > 0 for name in ("rollback_distribution.png", "rollback_per_group.png"))
     assert "DIVERGED: 2 broker groups, 11 queues" in out.getvalue()
 

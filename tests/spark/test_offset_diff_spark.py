@@ -119,12 +119,15 @@ def test_fixtures_end_to_end_with_output(spark, tmp_path):
     assert "DIVERGED: 2 broker groups, 11 queues" in out.getvalue()
 
 
-def test_in_sync_and_needs_human_exit_codes(spark, tmp_path):
-    in_sync = DiffConfig(snapshots=(spec("broker-b", 0, "broker-b-master.json"), spec("broker-b", 1, "broker-b-slave.json")))
-    assert run(in_sync, spark=spark, now_ms=0, out=io.StringIO()) == 0
-    reset = DiffConfig(snapshots=(spec("broker-c", 0, "broker-c-master-reset.json"), spec("broker-c", 1, "broker-c-slave.json")))
-    out = io.StringIO()
-    assert run(reset, spark=spark, now_ms=0, out=out) == 3 and out.getvalue().count("NEEDS_HUMAN") == 1
+def test_in_sync_and_needs_human_exit_codes(spark, tmp_path, capsys):
+    from container import cli
+
+    def snapshots(group: str, master: str, slave: str) -> list[str]:  # through the CLI's exact --snapshot spelling
+        return ["--snapshot", f"{group}:0={os.path.join(FIXTURES, master)}", "--snapshot", f"{group}:1={os.path.join(FIXTURES, slave)}"]
+
+    assert cli.main(["offset-diff", *snapshots("broker-b", "broker-b-master.json", "broker-b-slave.json")]) == 0
+    assert cli.main(["offset-diff", *snapshots("broker-c", "broker-c-master-reset.json", "broker-c-slave.json")]) == 3
+    assert capsys.readouterr().out.count("NEEDS_HUMAN") == 1
     near = [tmp_path / "m.json", tmp_path / "s.json"]
     near[0].write_text('{"offsetTable":{"T@G":{0:100}}}')
     near[1].write_text('{"offsetTable":{"T@G":{0:104}}}')

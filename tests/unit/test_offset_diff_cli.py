@@ -13,7 +13,6 @@ from container import cli, cli_offset_diff
 from metadata.consumer_offsets import loads
 from metadata.data_version import DataVersion
 from spark_tools import offset_diff_job
-from spark_tools.offset_apply import apply_plan
 from spark_tools.offset_diff_model import Replica, plan_group
 from spark_tools.offset_report import build_summary, render_console
 
@@ -82,7 +81,7 @@ def test_apply_writes_every_replica_when_nothing_moved(tmp_path, capsys):
 def test_apply_refuses_when_a_replica_moved(tmp_path, capsys):
     plan_dir, master, _ = make_plan(tmp_path, counter_now=8)
     before = master.read_text()
-    assert apply_plan(str(plan_dir), out=sys.stdout) == 3
+    assert cli.main(["offset-diff", "--apply", str(plan_dir)]) == 3
     assert master.read_text() == before and "NOT APPLIED" in capsys.readouterr().out
 
 
@@ -120,3 +119,19 @@ def test_spark_that_cannot_start_is_one_line_exit_1(monkeypatch, capsys):
     assert cli.main(argv) == 1
     err = capsys.readouterr().err
     assert "cannot start Spark: [JAVA_GATEWAY_EXITED]" in err and err.count("\n") == 1
+
+
+def test_a_failing_spark_job_is_one_line_exit_1(monkeypatch, tmp_path, capsys):
+    from pyspark.errors import PySparkException
+
+    class BrokenSession:  # the job fails on its first Spark call, as when an executor is lost
+        @property
+        def read(self):
+            raise PySparkException("[TASK_FAILED] executor lost\nstack")
+
+    monkeypatch.setattr(offset_diff_job, "build_session", lambda config: BrokenSession())
+    for part in ("replicas", "offsets"):
+        (tmp_path / part).mkdir()
+    assert cli.main(["offset-diff", "--input-parquet", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "Spark job failed: [TASK_FAILED] executor lost" in err and err.count("\n") == 1

@@ -74,9 +74,17 @@ class HaConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.broker_role, BrokerRole):
             object.__setattr__(self, "broker_role", BrokerRole(self.broker_role))
+        if self.ha_master_address and not _is_host_port(self.ha_master_address):
+            raise ConfigError("ha config", "haMasterAddress",
+                              f"{self.ha_master_address!r} is not host:port with a port in 1..65535")
         if self.min_in_sync_replicas > self.total_replicas:
             raise ConfigError("ha config", "minInSyncReplicas",
                               f"{self.min_in_sync_replicas} exceeds totalReplicas {self.total_replicas}")
         if self.in_sync_replicas > self.total_replicas:
             raise ConfigError("ha config", "inSyncReplicas",
                               f"{self.in_sync_replicas} exceeds totalReplicas {self.total_replicas}")
+
+
+def _is_host_port(text: str) -> bool:
+    host, _, port = text.rpartition(":")
+    return bool(host) and port.isdigit() and 0 < int(port) <= 65535 and not any(c.isspace() for c in text)

@@ -199,3 +199,29 @@ async def _cut_back(tmp_path):
         assert log_bytes(group.slave_store) == log_bytes(group.master_store)
     finally:
         await group.stop()
+
+
+def test_a_stream_that_does_not_start_with_a_handshake_is_refused(tmp_path):
+    asyncio.run(_no_handshake(tmp_path))
+
+
+async def _no_handshake(tmp_path):
+    from ha.replication.messages import SlaveAck
+    from proto import ha_pb2_grpc
+    from services.ha.converters import BROKER_METADATA_KEY, slave_frame_to_proto
+
+    group = Group(tmp_path)
+    await group.server.start()
+    try:
+        async with grpc.aio.insecure_channel(group.address) as channel:
+            call = ha_pb2_grpc.HaServiceStub(channel).Replicate(metadata=((BROKER_METADATA_KEY, "broker-a"),))
+            await call.write(slave_frame_to_proto(SlaveAck(0)))
+            with pytest.raises(grpc.aio.AioRpcError) as failure:
+                await call.read()
+            assert failure.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+            assert "BAD_HANDSHAKE" in failure.value.details()
+        assert not group.master.streams
+    finally:
+        await group.server.stop(0)
+        group.master_store.shutdown()
+        group.slave_store.shutdown()

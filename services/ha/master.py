@@ -202,15 +202,19 @@ class ReplicationMaster:
         self.streams[handshake.slave_id] = stream
         self.tracker.slave_connected(handshake.slave_id, handshake.async_learner)
         log.info("%s: slave %d connected from %s", self.name, handshake.slave_id, stream.address)
+        # the RPC's own end (slave cancelled, connection gone) closes the stream even when no
+        # read or write is pending to notice it
+        context.add_done_callback(lambda _: self._close(stream, "RPC_DONE"))
         reader = asyncio.create_task(self._read_acks(context, stream))
         try:
             await self._send_loop(context, stream)
         except (grpc.aio.AioRpcError, asyncio.InvalidStateError, RuntimeError) as failure:
             self._close(stream, f"WRITE_FAILED: {failure}")
         finally:
+            self._close(stream, "ENDED")
+            self._stream_ended(stream)  # first: the reader's cancellation must not delay leaving the set
             reader.cancel()
             await asyncio.gather(reader, return_exceptions=True)
-            self._stream_ended(stream)
 
     async def _read_handshake(self, context) -> SlaveHandshake:
         try:
@@ -266,11 +270,13 @@ class ReplicationMaster:
                 self._close(stream, plan.value)
                 return
             if plan is None:
+                # a timer that sets the event, not asyncio.timeout: on 3.11 a cancellation that
+                # lands as the timeout fires becomes a TimeoutError, which this loop would swallow
+                poll = asyncio.get_running_loop().call_later(IDLE_POLL_S, stream.wake.set)
                 try:
-                    async with asyncio.timeout(IDLE_POLL_S):
-                        await stream.wake.wait()
-                except TimeoutError:
-                    pass
+                    await stream.wake.wait()
+                finally:
+                    poll.cancel()
                 continue
             payload = self.store.read_raw(plan.start_offset, plan.max_bytes) if plan.max_bytes else b""
             batch = session.sent(plan, payload, view.confirm_offset, self.clock.now_ms())

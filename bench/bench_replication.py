@@ -197,6 +197,30 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def thread_cpu(pid: int) -> dict[str, tuple[float, float]]:
+    """Per thread (by name, same names summed): (user, system) CPU seconds so far, from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    found: dict[str, tuple[float, float]] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = (task / "comm").read_text().strip()
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the thread ended
+        user, system = found.get(name, (0.0, 0.0))
+        found[name] = (user + int(fields[11]) / tick, system + int(fields[12]) / tick)
+    return found
+
+
+def cpu_split(before: dict, after: dict) -> str:
+    rows = []
+    for name, (user, system) in after.items():
+        user0, system0 = before.get(name, (0.0, 0.0))
+        if user - user0 + system - system0 >= 0.05:
+            rows.append((user - user0 + system - system0, f"{name} {user - user0:.1f}u+{system - system0:.1f}s"))
+    return ", ".join(text for _, text in sorted(rows, reverse=True))
+
+
 def py_spy(pid: int, out: Path) -> subprocess.Popen:
     """Sample ``pid`` until SIGINT; collapsed stacks (``--format raw``) into ``out``."""
     tool = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
@@ -243,6 +267,7 @@ def catch_up(master: ContainerProcess, slave: ContainerProcess, args, filled: di
     ready = time.perf_counter()
     pids = {"master": master.process.pid, "slave": slave.process.pid}
     cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    threads_before = {name: thread_cpu(pid) for name, pid in pids.items()}
     spies = []
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
@@ -251,13 +276,14 @@ def catch_up(master: ContainerProcess, slave: ContainerProcess, args, filled: di
     status = asyncio.run(wait_acked(master, filled["bytes"], timeout_s=3600))
     done = time.perf_counter()
     cpu = {name: cpu_seconds(pid) - cpu_before[name] for name, pid in pids.items()}
+    threads = {name: cpu_split(threads_before[name], thread_cpu(pid)) for name, pid in pids.items()}
     for spy in spies:
         spy.send_signal(signal.SIGINT)
         spy.wait(60)
     seconds = done - ready
     figures = {"seconds": seconds, "from_spawn_s": done - spawned, "bytes": status["maxOffset"],
                "mib_s": filled["bytes"] / MIB / seconds, "msgs_s": filled["messages"] / seconds,
-               "master_cpu_s": cpu["master"], "slave_cpu_s": cpu["slave"]}
+               "master_cpu_s": cpu["master"], "slave_cpu_s": cpu["slave"], "threads": threads}
     if args.verify:
         figures["identical"] = same_commit_log(master.data_dir / f"{BROKER}-0", slave.data_dir / f"{BROKER}-1")
     return figures
@@ -383,6 +409,8 @@ def catch_up_and_steady(args, tmp: Path, copy: dict) -> None:
               f"byte-identical: {figures.get('identical', 'not checked')}   {load()}")
         print(f"CPU used meanwhile: slave {figures['slave_cpu_s']:.1f} s ({figures['bytes'] / MIB / figures['slave_cpu_s']:.0f} "
               f"MiB per slave CPU-second), master {figures['master_cpu_s']:.1f} s")
+        for name in ("slave", "master"):
+            print(f"  {name} threads (user+system s): {figures['threads'][name]}")
         if args.profile:
             for name in ("slave", "master"):
                 print(profile_summary(args.profile / f"{name}.txt"))

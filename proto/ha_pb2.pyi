@@ -50,19 +50,35 @@ class MasterHandshake(_message.Message):
     last_file_start: int
     def __init__(self, epochs: _Optional[_Iterable[_Union[EpochEntry, _Mapping]]] = ..., max_offset: _Optional[int] = ..., min_offset: _Optional[int] = ..., last_file_start: _Optional[int] = ...) -> None: ...
 
+class QueueEntries(_message.Message):
+    __slots__ = ("topic", "queue_id", "first_queue_offset", "entries")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
+    FIRST_QUEUE_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    queue_id: int
+    first_queue_offset: int
+    entries: bytes
+    def __init__(self, topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., first_queue_offset: _Optional[int] = ..., entries: _Optional[bytes] = ...) -> None: ...
+
 class TransferBatch(_message.Message):
-    __slots__ = ("start_offset", "epoch", "epoch_start_offset", "confirm_offset", "payload")
+    __slots__ = ("start_offset", "epoch", "epoch_start_offset", "confirm_offset", "payload", "crc", "index")
     START_OFFSET_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     EPOCH_START_OFFSET_FIELD_NUMBER: _ClassVar[int]
     CONFIRM_OFFSET_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    CRC_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
     start_offset: int
     epoch: int
     epoch_start_offset: int
     confirm_offset: int
     payload: bytes
-    def __init__(self, start_offset: _Optional[int] = ..., epoch: _Optional[int] = ..., epoch_start_offset: _Optional[int] = ..., confirm_offset: _Optional[int] = ..., payload: _Optional[bytes] = ...) -> None: ...
+    crc: int
+    index: _containers.RepeatedCompositeFieldContainer[QueueEntries]
+    def __init__(self, start_offset: _Optional[int] = ..., epoch: _Optional[int] = ..., epoch_start_offset: _Optional[int] = ..., confirm_offset: _Optional[int] = ..., payload: _Optional[bytes] = ..., crc: _Optional[int] = ..., index: _Optional[_Iterable[_Union[QueueEntries, _Mapping]]] = ...) -> None: ...
 
 class MasterFrame(_message.Message):
     __slots__ = ("handshake", "batch")

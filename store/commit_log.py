@@ -11,14 +11,15 @@ Rules:
   CRC and position, stops at the first invalid one and :meth:`cut` removes the rest
   physically, later segments included.  A torn or corrupt tail is therefore never served.
 * Replication moves whole records only: :meth:`read_raw` returns whole records (the slave
-  checks each one, store.replica_run, before anything is written), :meth:`cut` fsyncs.
+  checks them against the master's index, store.replica_index, before anything is
+  written), :meth:`cut` fsyncs.
 """
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, NamedTuple
 
 from store import record
 from store.record import BLANK_SIZE, Invalid, Kind, RecordInfo
@@ -27,9 +28,8 @@ from store.segmented_file import SegmentedFile
 SCAN_CHUNK_BYTES = 4 << 20
 
 
-@dataclass(frozen=True)
-class Placed:
-    """A record written to the log."""
+class Placed(NamedTuple):
+    """A record written to the log (a named tuple: one per record on the put path)."""
 
     commit_offset: int
     size: int
@@ -118,7 +118,7 @@ class CommitLog:
     def read_raw(self, offset: int, max_bytes: int) -> bytes:
         """Whole records from ``offset`` (a record boundary), at least one if any, within a segment.
 
-        Records are not CRC-checked here (the slave checks every one before it appends): the
+        Records are not CRC-checked here (the batch carries a CRC, and the slave checks the records against the index): the
         log's end and a segment's end are record boundaries, so a read that reaches either is
         returned as it is, and a shorter one is cut after its last whole record by walking
         the size fields only.

@@ -35,24 +35,26 @@ class ConsumeQueue:
         self.dirty = False
 
     # --- writing -------------------------------------------------------------------------------
-    def put(self, queue_offset: int, entries: list[bytes]) -> None:
-        """Write encoded entries for ``queue_offset``, ``queue_offset + 1``, ...; one write per segment."""
+    def put(self, queue_offset: int, entries: bytes) -> None:
+        """Write encoded entries (concatenated) for ``queue_offset``, ``queue_offset + 1``, ...;
+        one write per segment."""
         if not entries:
             return
+        assert len(entries) % CQ_ENTRY_SIZE == 0, len(entries)
         if self.max_offset == self.min_offset == 0 and not self.files.starts():
             self.min_offset = queue_offset - queue_offset % self.entries_per_segment
-        index = 0
-        while index < len(entries):
-            offset = queue_offset + index
-            room = self.entries_per_segment - offset % self.entries_per_segment
-            part = entries[index:index + room]
-            self.files.write(offset * CQ_ENTRY_SIZE, b"".join(part))
-            index += len(part)
-        self.max_offset = max(self.max_offset, queue_offset + len(entries))
+        segment_bytes = self.entries_per_segment * CQ_ENTRY_SIZE
+        at, done = queue_offset * CQ_ENTRY_SIZE, 0
+        while done < len(entries):
+            room = segment_bytes - (at + done) % segment_bytes
+            part = entries[done:done + room] if done or room < len(entries) else entries
+            self.files.write(at + done, part)
+            done += len(part)
+        self.max_offset = max(self.max_offset, queue_offset + len(entries) // CQ_ENTRY_SIZE)
         self.dirty = True
 
     def put_one(self, queue_offset: int, commit_offset: int, size: int, tag_code: int) -> None:
-        self.put(queue_offset, [encode_entry(commit_offset, size, tag_code)])
+        self.put(queue_offset, encode_entry(commit_offset, size, tag_code))
 
     # --- reading -------------------------------------------------------------------------------
     def entries(self, offset: int, count: int) -> list[CqEntry]:

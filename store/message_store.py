@@ -25,12 +25,13 @@ from collections import deque
 from dataclasses import replace
 from typing import Callable, Sequence
 
+from ha.replication.messages import QueueSlice
 from metadata.message import MessageDraft, Prop, StoredMessage, tag_hash
 from store import record, retention
 from store.checkpoint import Checkpoint
 from store.checkpoint_file import read_checkpoint, write_checkpoint
 from store.commit_log import CommitLog
-from store.config import FlushDiskType, StoreConfig
+from store.config import CQ_ENTRY_SIZE, FlushDiskType, StoreConfig
 from store.cq_entry import encode_entry
 from store.epoch_log import EpochLog
 from store.errors import (BadOffset, BadReplicationData, BatchTooLarge, DiskFull, FlushTimeout,
@@ -40,7 +41,7 @@ from store.queue_table import QueueTable
 from store.reader import Reader
 from store.record import Invalid
 from store.recovery import recover
-from store.replica_run import check_run
+from store.replica_index import IndexCursor, check_indexed_run
 from store.results import GetResult, GetStatus, RecoveryReport
 
 __all__ = ["MessageStore", "StoreConfig", "FlushDiskType", "GetResult", "GetStatus", "RecoveryReport",
@@ -227,17 +228,21 @@ class MessageStore(Reader):
             assert first + len(entries) == queue_offset, "queue offsets are consecutive"
             entries.append(entry)
         if pending:
-            self._index_runs(runs, pending[-1][0])
+            self._index_runs([(topic, queue_id, first, b"".join(entries))
+                              for (topic, queue_id), (first, entries) in runs.items()], pending[-1][0])
 
-    def _index_runs(self, runs: dict[tuple[str, int], tuple[int, list[bytes]]], end_offset: int) -> None:
-        """Write each queue's run of entries (from its first queue offset), then wake listeners."""
-        for (topic, queue_id), (first, entries) in runs.items():
+    def _index_runs(self, runs: Sequence[tuple[str, int, int, bytes]], end_offset: int) -> None:
+        """Write each queue's run of entries (concatenated, from its first queue offset), then wake listeners."""
+        ends = []
+        for topic, queue_id, first, entries in runs:
             self._queues.get_or_create(topic, queue_id).put(first, entries)
+            ends.append((topic, queue_id, first + len(entries) // CQ_ENTRY_SIZE))
         self._indexed_offset = max(self._indexed_offset, end_offset)
-        for (topic, queue_id), (first, entries) in runs.items():
+        for topic, queue_id, end in ends:
+            self._next_queue_offset[(topic, queue_id)] = max(self._next_queue_offset.get((topic, queue_id), 0), end)
             for listener in self._listeners:
                 try:
-                    listener(topic, queue_id, first + len(entries))
+                    listener(topic, queue_id, end)
                 except Exception:  # a listener's bug must not fail a put
                     log.exception("append listener failed")
 
@@ -301,11 +306,18 @@ class MessageStore(Reader):
                             f"[{self._log.min_offset}, {self._log.write_offset}]")
         return self._log.read_raw(commit_offset, max_bytes)
 
-    def append_raw(self, commit_offset: int, data: bytes) -> None:
-        """Slave side: append whole records copied from the master, at our log's end, and index them.
+    def replication_index(self, cursor: IndexCursor, start: int, end: int) -> tuple[QueueSlice, ...]:
+        """Master side: the consume-queue entries of the records in ``[start, end)`` (store.replica_index)."""
+        self._check_open()
+        return cursor.slices(self._queues, self._pending, self._indexed_offset, start, end)
 
-        Every record is checked (store.replica_run) before anything is written; the run is
-        written with one write per segment and indexed with one write per queue.
+    def append_raw(self, commit_offset: int, data: bytes, index: tuple[QueueSlice, ...]) -> None:
+        """Slave side: append whole records copied from the master, at our log's end, with the
+        master's consume-queue entries for them.
+
+        The index is checked against the bytes (store.replica_index) before anything is
+        written; the run is written with one write per segment and each queue's entries with
+        one write.
         """
         self._check_open()
         if self._pending:
@@ -313,19 +325,16 @@ class MessageStore(Reader):
         log_ = self._log
         if commit_offset != log_.write_offset:
             raise BadReplicationData(f"append at {commit_offset} but the log ends at {log_.write_offset}")
-        checked = check_run(data, commit_offset, log_.segment_size)
-        if isinstance(checked, str):
-            raise BadReplicationData(checked)
+        reason = check_indexed_run(data, commit_offset, log_.segment_size, index, self._next_queue_offset)
+        if reason is not None:
+            raise BadReplicationData(reason)
         low = 0
-        while low < checked.size:  # records never cross a segment: split at segment ends
-            high = min(checked.size, low + log_.room(commit_offset + low))
+        while low < len(data):  # records never cross a segment: split at segment ends
+            high = min(len(data), low + log_.room(commit_offset + low))
             log_.files.write(commit_offset + low, data[low:high] if low or high < len(data) else data)
             low = high
-        log_.write_offset = commit_offset + checked.size
-        runs = {key: (run.first, run.entries) for key, run in checked.queues.items()}
-        for key, (first, entries) in runs.items():
-            self._next_queue_offset[key] = first + len(entries)
-        self._index_runs(runs, log_.write_offset)
+        log_.write_offset = commit_offset + len(data)
+        self._index_runs([(q.topic, q.queue_id, q.first_queue_offset, q.entries) for q in index], log_.write_offset)
         self._flush.wake()
         self._notify_written()
 

@@ -19,6 +19,7 @@ class QueueTable:
         self.segment_size = segment_size
         self._queues: dict[tuple[str, int], ConsumeQueue] = {}
         self._lock = threading.Lock()
+        self.generation = 0  # changes whenever a queue is created or deleted
 
     def load(self) -> None:
         if not self.directory.exists():
@@ -40,6 +41,7 @@ class QueueTable:
             queue = ConsumeQueue(topic, queue_id, self.directory / topic / str(queue_id), self.segment_size)
             with self._lock:
                 self._queues[(topic, queue_id)] = queue
+                self.generation += 1
         return queue
 
     def all(self) -> list[ConsumeQueue]:
@@ -56,6 +58,7 @@ class QueueTable:
         with self._lock:
             doomed = [key for key in self._queues if key[0] == topic]
             queues = [self._queues.pop(key) for key in doomed]
+            self.generation += 1
         for queue in queues:
             queue.destroy()
         shutil.rmtree(self.directory / topic, ignore_errors=True)

@@ -70,8 +70,8 @@ def _flush_batches(queues: QueueTable, batches: dict[tuple[str, int], list[tuple
         run_start, run = items[0][0], []
         for queue_offset, entry in items:
             if queue_offset != run_start + len(run):
-                queue.put(run_start, run)
+                queue.put(run_start, b"".join(run))
                 run_start, run = queue_offset, []
             run.append(entry)
-        queue.put(run_start, run)
+        queue.put(run_start, b"".join(run))
     batches.clear()

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ha.epochs import EpochHistory
-from ha.replication.messages import MasterHandshake, SlaveAck, SlaveHandshake, TransferBatch
+from ha.replication.messages import (MasterHandshake, QueueSlice, SlaveAck, SlaveHandshake, TransferBatch,
+                                     batch_crc)
 from ha.replication.transfer import BatchPlan, plan_batch
 
 
@@ -104,12 +105,15 @@ class MasterSession:
             return None
         return plan
 
-    def sent(self, plan: BatchPlan, payload: bytes, confirm_offset: int, now_ms: int) -> TransferBatch:
-        """Record that ``payload`` (read for ``plan``) goes out now; returns the batch to send."""
+    def sent(self, plan: BatchPlan, payload: bytes, confirm_offset: int, now_ms: int,
+             index: tuple[QueueSlice, ...] = ()) -> TransferBatch:
+        """Record that ``payload`` (read for ``plan``, its records indexed by ``index``) goes out
+        now; returns the batch to send, with its CRC."""
         assert plan.start_offset == self.position and len(payload) <= plan.max_bytes, (plan, self.position)
         self.position += len(payload)
         self._last_send_ms = now_ms
-        return TransferBatch(plan.start_offset, plan.epoch, plan.epoch_start_offset, confirm_offset, payload)
+        return TransferBatch(plan.start_offset, plan.epoch, plan.epoch_start_offset, confirm_offset, payload,
+                             batch_crc(payload, index), index)
 
     def connection_lost(self) -> None:
         self.state = MasterSessionState.CLOSED

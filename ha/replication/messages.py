@@ -3,10 +3,13 @@
 Rules: these are what the cores consume and produce; the gRPC driver converts them to and
 from ``proto/ha.proto`` and validates the peer's values (non-negative offsets) at that edge.
 A transfer batch lies inside one epoch: ``epoch_start_offset <= start_offset`` and the payload
-ends at or before the epoch's end.  An empty payload is a heartbeat.
+ends at or before the epoch's end.  An empty payload is a heartbeat.  A batch carries the
+CRC of its payload and index and the master's consume-queue entries of its records (``index``), so a
+slave checks the copy once per batch and mirrors the master's queues without parsing records.
 """
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 
 
@@ -31,13 +34,35 @@ class MasterHandshake:
 
 
 @dataclass(frozen=True)
+class QueueSlice:
+    """The master's consume-queue entries (20 bytes each, store.cq_entry) of one queue for the
+    records of a batch, from queue offset ``first_queue_offset``."""
+
+    topic: str
+    queue_id: int
+    first_queue_offset: int
+    entries: bytes
+
+
+@dataclass(frozen=True)
 class TransferBatch:
     start_offset: int
     epoch: int
     epoch_start_offset: int
     confirm_offset: int
     payload: bytes = b""
+    crc: int = 0                          # batch_crc(payload, index)
+    index: tuple[QueueSlice, ...] = ()    # the payload's records as the master's consume queues hold them
 
     @property
     def end_offset(self) -> int:
         return self.start_offset + len(self.payload)
+
+
+def batch_crc(payload: bytes, index: tuple[QueueSlice, ...]) -> int:
+    """zlib.crc32 of the payload, continued over each index slice's entries in order (the
+    slices' names and offsets are checked against the records themselves)."""
+    crc = zlib.crc32(payload)
+    for piece in index:
+        crc = zlib.crc32(piece.entries, crc)
+    return crc

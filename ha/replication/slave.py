@@ -9,7 +9,8 @@ Rules:
   offset whose truncation or epoch entry is not yet durable.  If any step fails the driver
   calls ``connection_lost`` and the session returns to READY.
 * Every return to READY carries a named :class:`CloseReason`.
-* A batch must start exactly at the local end (GAP otherwise) and lie in one epoch; a new
+* A batch must start exactly at the local end (GAP otherwise), match its CRC
+  (BAD_CRC otherwise: the bytes changed on the way) and lie in one epoch; a new
   epoch in a header is appended to the local history (epochs only grow: BAD_BATCH
   otherwise); an older epoch than the controller's is MASTER_EPOCH_FENCED.
 * The slave's confirm offset is ``min(header confirm, local end)`` and never goes back,
@@ -22,7 +23,7 @@ from enum import Enum
 
 from ha.epochs import EpochHistory
 from ha.replication.handshake import HandshakeRejection, LocalLog, plan_handshake
-from ha.replication.messages import MasterHandshake, SlaveAck, SlaveHandshake, TransferBatch
+from ha.replication.messages import MasterHandshake, SlaveAck, SlaveHandshake, TransferBatch, batch_crc
 
 
 class SlaveState(str, Enum):
@@ -39,6 +40,7 @@ class CloseReason(str, Enum):
     BAD_MASTER_HANDSHAKE = "BAD_MASTER_HANDSHAKE"
     GAP = "GAP"
     BAD_BATCH = "BAD_BATCH"
+    BAD_CRC = "BAD_CRC"
     UNEXPECTED_MESSAGE = "UNEXPECTED_MESSAGE"
     MASTER_SILENT = "MASTER_SILENT"
     CONNECTION_LOST = "CONNECTION_LOST"
@@ -120,6 +122,8 @@ class SlaveSession:
         self._last_read_ms = now_ms
         if batch.start_offset != self.max_offset:
             return self._close(CloseReason.GAP)
+        if batch_crc(batch.payload, batch.index) != batch.crc:
+            return self._close(CloseReason.BAD_CRC)
         if batch.epoch < self.known_master_epoch:
             return self._close(CloseReason.MASTER_EPOCH_FENCED)
         epochs, reason = self._epochs_for(batch)

@@ -1,14 +1,16 @@
 """ha.proto frames <-> the replication cores' values, validated at this edge.
 
-Rules: a peer's frame with a negative offset or epoch, an unknown body, or a batch whose
-epoch starts after the batch is bad input: :func:`slave_frame_from_proto` and
+Rules: a peer's frame with a negative offset or epoch, an unknown body, a batch whose
+epoch starts after the batch, or an index slice without a topic, with a negative queue id or
+offset, or with entries that are not whole 20-byte entries, is bad input: :func:`slave_frame_from_proto` and
 :func:`master_frame_from_proto` return None, and the driver closes the connection with a
 log line; the cores never see it.
 """
 from __future__ import annotations
 
-from ha.replication.messages import MasterHandshake, SlaveAck, SlaveHandshake, TransferBatch
+from ha.replication.messages import MasterHandshake, QueueSlice, SlaveAck, SlaveHandshake, TransferBatch
 from proto import ha_pb2 as pb
+from store.config import CQ_ENTRY_SIZE
 
 BROKER_METADATA_KEY = "relaymq-ha-broker"   # names the master broker (brokerName) a stream is for
 MAX_FRAME_BYTES = 64 * 1024 * 1024
@@ -41,7 +43,15 @@ def master_handshake_to_proto(message: MasterHandshake) -> pb.MasterFrame:
 def batch_to_proto(batch: TransferBatch) -> pb.MasterFrame:
     return pb.MasterFrame(batch=pb.TransferBatch(
         start_offset=batch.start_offset, epoch=batch.epoch, epoch_start_offset=batch.epoch_start_offset,
-        confirm_offset=batch.confirm_offset, payload=batch.payload))
+        confirm_offset=batch.confirm_offset, payload=batch.payload, crc=batch.crc,
+        index=[pb.QueueEntries(topic=q.topic, queue_id=q.queue_id, first_queue_offset=q.first_queue_offset,
+                               entries=q.entries) for q in batch.index]))
+
+
+def _slice_from_proto(q: pb.QueueEntries) -> QueueSlice | None:
+    if not q.topic or q.queue_id < 0 or q.first_queue_offset < 0 or len(q.entries) % CQ_ENTRY_SIZE:
+        return None
+    return QueueSlice(q.topic, q.queue_id, q.first_queue_offset, q.entries)
 
 
 def master_frame_from_proto(frame: pb.MasterFrame) -> MasterHandshake | TransferBatch | None:
@@ -58,7 +68,11 @@ def master_frame_from_proto(frame: pb.MasterFrame) -> MasterHandshake | Transfer
             return None
         if b.epoch_start_offset > b.start_offset:
             return None
-        return TransferBatch(b.start_offset, b.epoch, b.epoch_start_offset, b.confirm_offset, b.payload)
+        index = tuple(_slice_from_proto(q) for q in b.index)
+        if None in index:
+            return None
+        return TransferBatch(b.start_offset, b.epoch, b.epoch_start_offset, b.confirm_offset, b.payload,
+                             b.crc, index)
     return None
 
 

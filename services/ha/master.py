@@ -38,6 +38,7 @@ from scheduler.clock import Clock
 from services.ha.converters import (batch_to_proto, master_handshake_to_proto, queue_offset_total,
                                     slave_frame_from_proto)
 from store.config import FlushDiskType
+from store.replica_index import IndexCursor
 
 log = logging.getLogger(__name__)
 MASTER_ID = 0
@@ -51,6 +52,7 @@ class SlaveStream:
     address: str
     session: MasterSession
     wake: asyncio.Event = field(default_factory=asyncio.Event)
+    cursor: IndexCursor = field(default_factory=IndexCursor)  # the consume-queue entries shipped so far
     closed: bool = False
     close_reason: str = ""
 
@@ -279,7 +281,9 @@ class ReplicationMaster:
                     poll.cancel()
                 continue
             payload = self.store.read_raw(plan.start_offset, plan.max_bytes) if plan.max_bytes else b""
-            batch = session.sent(plan, payload, view.confirm_offset, self.clock.now_ms())
+            index = self.store.replication_index(stream.cursor, plan.start_offset,
+                                                 plan.start_offset + len(payload)) if payload else ()
+            batch = session.sent(plan, payload, view.confirm_offset, self.clock.now_ms(), index)
             self.tracker.on_transfer(stream.slave_id, view.max_offset, self.clock.now_ms())
             await context.write(batch_to_proto(batch))
 

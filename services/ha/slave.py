@@ -141,7 +141,7 @@ class ReplicationSlave:
         if out.epochs is not None:
             store.epochs.replace(out.epochs)
         if out.append is not None:
-            store.append_raw(out.append.start_offset, out.append.payload)
+            store.append_raw(out.append.start_offset, out.append.payload, out.append.index)
         if out.confirm_offset is not None:
             store.set_confirm_offset(out.confirm_offset)
         await self._write(call, out)

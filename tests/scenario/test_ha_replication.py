@@ -127,6 +127,22 @@ def test_a_dropped_batch_is_a_gap_and_reconnecting_catches_up():
     check_invariants(cluster)
 
 
+@pytest.mark.parametrize("where", ["payload", "index"])
+def test_a_batch_changed_on_the_way_is_refused_by_its_crc_and_nothing_is_appended(where):
+    cluster, master, slave = build([(1, 0)], 900, [(1, 0)], 100, 100)
+    cluster.connect(1)
+    cluster.step(), cluster.step(), cluster.step()
+    cluster.links[1].corrupt_next_batch = where
+    cluster.run()
+    assert slave.session.last_close is CloseReason.BAD_CRC and slave.session.state is SlaveState.READY
+    # what was appended is the master's bytes, and the changed batch was not appended
+    assert len(slave.log.data) < len(master.log.data) and master.log.data.startswith(slave.log.data)
+    cluster.connect(1)
+    cluster.run()
+    assert slave.log.data == master.log.data
+    check_invariants(cluster)
+
+
 def test_master_appends_a_new_epoch_during_transfer():
     cluster, master, slave = build([(1, 0)], 300, [(1, 0)], 0, 0)
     cluster.connect(1)

@@ -6,13 +6,14 @@ the cores prescribe (truncate, persist epochs, append, confirm, send).
 """
 from __future__ import annotations
 
+import dataclasses
 import struct
 from collections import deque
 from dataclasses import dataclass, field
 
 from ha.epochs import EpochHistory
 from ha.replication.master import MasterCloseReason, MasterLogView, MasterSession, MasterSettings
-from ha.replication.messages import MasterHandshake, SlaveAck, SlaveHandshake, TransferBatch
+from ha.replication.messages import MasterHandshake, QueueSlice, SlaveAck, SlaveHandshake, TransferBatch
 from ha.replication.slave import SlaveOutput, SlaveSession, SlaveSettings, SlaveState
 from ha.replication.sync_state import SyncStateTracker
 from ha.replication.transfer import BatchPlan
@@ -112,6 +113,7 @@ class Link:
         self.to_master: deque = deque()
         self.to_slave: deque = deque()
         self.drop_next_batch = 0
+        self.corrupt_next_batch = ""  # "payload": flip a byte; "index": add an entry the CRC does not cover
 
 
 class Cluster:
@@ -181,6 +183,13 @@ class Cluster:
             if link.drop_next_batch:
                 link.drop_next_batch -= 1
                 return
+            if link.corrupt_next_batch and batch.payload:
+                if link.corrupt_next_batch == "payload":
+                    flipped = bytes([batch.payload[0] ^ 1]) + batch.payload[1:]
+                    batch = dataclasses.replace(batch, payload=flipped)
+                else:
+                    batch = dataclasses.replace(batch, index=(QueueSlice("T", 0, 0, bytes(20)),))
+                link.corrupt_next_batch = ""
             self.batches.append(batch)
             link.to_slave.append(batch)
 

@@ -11,6 +11,7 @@ import pytest
 from metadata.config import ConfigError, bind
 from metadata.message import MessageDraft, Prop, tag_hash
 from store.config import FlushDiskType, StoreConfig
+from store.replica_index import IndexCursor
 from store.message_store import (BadOffset, BadReplicationData, BatchTooLarge, GetStatus, MessageStore,
                                  MessageTooLarge, StoreClosed)
 
@@ -199,16 +200,16 @@ def test_read_raw_append_raw_make_identical_logs(tmp_path):
         woken = []
         slave.add_append_listener(lambda *args: woken.append(args))
         with pytest.raises(BadReplicationData):
-            slave.append_raw(0, b"\x00" * 100)
-        offset = 0
+            slave.append_raw(0, b"\x00" * 100, ())
+        offset, cursor = 0, IndexCursor()
         while offset < master.commit_log_max_offset:
             data = master.read_raw(offset, 5000)
             assert data
-            slave.append_raw(offset, data)
+            slave.append_raw(offset, data, master.replication_index(cursor, offset, offset + len(data)))
             offset = slave.commit_log_max_offset
         assert master.read_raw(offset, 5000) == b""
         with pytest.raises(BadReplicationData):
-            slave.append_raw(offset - 10, b"x")
+            slave.append_raw(offset - 10, b"x", ())
         assert woken and woken[-1][2] == 75
         for queue_id in (0, 1):
             assert ([m.message_id for m in slave.get("T", queue_id, 0, 1000, 1 << 30).messages]

@@ -4,6 +4,10 @@ A :class:`MessageDraft` is what the broker asks the store to append; the store r
 :class:`StoredMessage`, the same content plus its place (commit-log offset, queue offset,
 store time, size on disk).  Both are frozen.
 
+Hot paths (a send, a receive: tens of thousands of messages a second) build these values
+with :meth:`MessageDraft.trusted` and :meth:`StoredMessage.trusted`: the same frozen values,
+without the generated ``__init__``'s one ``object.__setattr__`` per field (about 3x faster).
+
 System properties use RocketMQ's reserved key names (:class:`Prop`) so that a record's
 meaning is the same as upstream's; user properties live in their own map so a user key can
 never shadow a system one.
@@ -47,6 +51,9 @@ class Prop:
     TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS"
 
 
+_new = object.__new__
+
+
 def _frozen(mapping: Mapping[str, str]) -> Mapping[str, str]:
     return mapping if isinstance(mapping, MappingProxyType) else MappingProxyType(dict(mapping))
 
@@ -72,6 +79,16 @@ class MessageDraft:
         object.__setattr__(self, "properties", _frozen(self.properties))
         object.__setattr__(self, "user_properties", _frozen(self.user_properties))
 
+    @classmethod
+    def trusted(cls, topic: str, queue_id: int, body: bytes, born_timestamp_ms: int, born_host: str,
+                properties: Mapping[str, str], user_properties: Mapping[str, str]) -> "MessageDraft":
+        """The constructor's value (mappings frozen the same way), built without ``__init__``."""
+        draft = _new(cls)
+        draft.__dict__.update(topic=topic, queue_id=queue_id, body=body, born_timestamp_ms=born_timestamp_ms,
+                              born_host=born_host, properties=_frozen(properties),
+                              user_properties=_frozen(user_properties))
+        return draft
+
     @property
     def tag(self) -> str | None:
         return self.properties.get(Prop.TAG)
@@ -93,6 +110,15 @@ class StoredMessage:
     size: int  # bytes of the record on disk
     queue_offset: int  # logical offset in (topic, queue_id)
     store_timestamp_ms: int
+
+    @classmethod
+    def trusted(cls, draft: MessageDraft, commit_offset: int, size: int, queue_offset: int,
+                store_timestamp_ms: int) -> "StoredMessage":
+        """The constructor's value, built without ``__init__``."""
+        stored = _new(cls)
+        stored.__dict__.update(draft=draft, commit_offset=commit_offset, size=size, queue_offset=queue_offset,
+                               store_timestamp_ms=store_timestamp_ms)
+        return stored
 
     # convenience accessors used everywhere
     @property

@@ -214,10 +214,12 @@ class MessageStore(Reader):
             raise DiskFull(f"commit log write failed: {failure}") from None
         self._next_queue_offset.update(offsets)
         stored, pending = [], []
+        trusted = StoredMessage.trusted
         for draft, queue_offset, where in zip(drafts, queue_offsets, placed):
-            stored.append(StoredMessage(draft, where.commit_offset, where.size, queue_offset, now))
-            entry = encode_entry(where.commit_offset, where.size, tag_hash(draft.properties.get(Prop.TAG)))
-            pending.append((where.commit_offset + where.size, draft.topic, draft.queue_id, queue_offset, entry))
+            commit_offset, size = where.commit_offset, where.size
+            stored.append(trusted(draft, commit_offset, size, queue_offset, now))
+            entry = encode_entry(commit_offset, size, tag_hash(draft.properties.get(Prop.TAG)))
+            pending.append((commit_offset + size, draft.topic, draft.queue_id, queue_offset, entry))
         return stored, pending
 
     def _index(self, pending: Sequence[_Pending]) -> None:

@@ -31,9 +31,8 @@ from __future__ import annotations
 
 import struct
 import zlib
-from dataclasses import dataclass
 from enum import Enum
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 from metadata.message import MessageDraft, StoredMessage
 
@@ -67,9 +66,9 @@ class Kind(str, Enum):
     BLANK = "BLANK"
 
 
-@dataclass(frozen=True)
-class RecordInfo:
-    """What a cheap check learns about a valid record (no body decoding)."""
+class RecordInfo(NamedTuple):
+    """What a cheap check learns about a valid record (no body decoding); a named tuple, as
+    one is made per record read."""
 
     kind: Kind
     size: int
@@ -175,20 +174,29 @@ def _utf8_at(data: bytes, pos: int, length: int, end: int) -> tuple[str, int]:
     return data[pos:stop].decode("utf-8"), stop
 
 
+_unpack_u16 = _U16.unpack_from
+_unpack_u32 = _U32.unpack_from
+
+
 def _properties(data: bytes, pos: int, end: int) -> tuple[dict[str, str], int]:
-    (length,) = _U32.unpack_from(data, pos)
+    (length,) = _unpack_u32(data, pos)
     pos += 4
     stop = pos + length
     if stop > end:
         raise ValueError("section runs past the record")
     props = {}
     while pos < stop:
-        (key_length,) = _U16.unpack_from(data, pos)
-        key, pos = _utf8_at(data, pos + 2, key_length, stop)
-        (value_length,) = _U32.unpack_from(data, pos) if pos + 4 <= stop else (None,)
-        if value_length is None:
+        (key_length,) = _unpack_u16(data, pos)
+        pos += 2
+        at = pos + key_length
+        if at + 4 > stop:  # the key, or the value's length field, runs past the section
             raise ValueError("property runs past its section")
-        props[key], pos = _utf8_at(data, pos + 4, value_length, stop)
+        key = data[pos:at].decode("utf-8")
+        (value_length,) = _unpack_u32(data, at)
+        pos = at + 4 + value_length
+        if pos > stop:
+            raise ValueError("section runs past the record")
+        props[key] = data[at + 4:pos].decode("utf-8")
     return props, pos
 
 
@@ -200,25 +208,26 @@ def decode(buf: bytes | memoryview, pos: int, commit_offset: int, room: int) -> 
     if info.kind is Kind.BLANK:
         return Invalid.BAD_MAGIC
     size = info.size
-    data = bytes(memoryview(buf)[pos:pos + size])  # one copy, then offsets (no per-field views)
+    if pos == 0 and len(buf) == size and type(buf) is bytes:
+        data = buf  # the usual read: exactly this record
+    else:
+        data = bytes(memoryview(buf)[pos:pos + size])  # one copy, then offsets (no per-field views)
     born_ts = _I64.unpack_from(data, 44)[0]
     try:
-        (length,) = _U16.unpack_from(data, HEADER_SIZE)
+        (length,) = _unpack_u16(data, HEADER_SIZE)
         topic, at = _utf8_at(data, HEADER_SIZE + 2, length, size)
-        (length,) = _U16.unpack_from(data, at)
+        (length,) = _unpack_u16(data, at)
         host, at = _utf8_at(data, at + 2, length, size)
         props, at = _properties(data, at, size)
         user_props, at = _properties(data, at, size)
-        (length,) = _U32.unpack_from(data, at)
+        (length,) = _unpack_u32(data, at)
         if at + 4 + length != size:
             return Invalid.BAD_LAYOUT
         body = data[at + 4:]
     except (ValueError, struct.error, UnicodeDecodeError):
         return Invalid.BAD_LAYOUT
-    draft = MessageDraft(topic=topic, queue_id=info.queue_id, body=body, born_timestamp_ms=born_ts,
-                         born_host=host, properties=props, user_properties=user_props)
-    return StoredMessage(draft=draft, commit_offset=commit_offset, size=size,
-                         queue_offset=info.queue_offset, store_timestamp_ms=info.store_timestamp_ms)
+    draft = MessageDraft.trusted(topic, info.queue_id, body, born_ts, host, props, user_props)
+    return StoredMessage.trusted(draft, commit_offset, size, info.queue_offset, info.store_timestamp_ms)
 
 
 def declared_size(buf: bytes | memoryview, pos: int = 0) -> int:

@@ -7,7 +7,7 @@ copy.  At most ``max_entries`` ids are kept (oldest dropped first).  Pure: now_m
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Generic, TypeVar
+from typing import Generic, Sequence, TypeVar
 
 T = TypeVar("T")
 
@@ -27,10 +27,18 @@ class SendDedupe(Generic[T]):
         return found[1]
 
     def remember(self, topic: str, message_id: str, outcome: T, now_ms: int) -> None:
-        if not message_id or self.max_entries == 0 or self.window_ms == 0:
+        self.remember_many([(topic, message_id)], [outcome], now_ms)
+
+    def remember_many(self, keys: Sequence[tuple[str, str]], outcomes: Sequence[T], now_ms: int) -> None:
+        """:meth:`remember` each (topic, message id) key with its outcome, in order; one trim."""
+        if self.max_entries == 0 or self.window_ms == 0:
             return
-        self._entries[(topic, message_id)] = (now_ms, outcome)
-        self._entries.move_to_end((topic, message_id))
+        entries = self._entries
+        move_to_end = entries.move_to_end
+        for key, outcome in zip(keys, outcomes):
+            if key[1]:
+                entries[key] = (now_ms, outcome)
+                move_to_end(key)
         while len(self._entries) > self.max_entries:
             self._entries.popitem(last=False)
         while self._entries and now_ms - next(iter(self._entries.values()))[0] > self.window_ms:

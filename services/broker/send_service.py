@@ -82,17 +82,17 @@ class SendService:
         if not run:
             return []
         now = self.clock.now_ms()
-        drafts = [self._placed(item, now) for item in run]
+        drafts = self._placed_run(run, now)
         future = asyncio.get_running_loop().create_future()
         keys = [(draft.topic, draft.message_id) for draft in drafts]
+        in_progress = self._in_progress
         for index, key in enumerate(keys):
             if key[1]:
-                self._in_progress[key] = (future, index)
+                in_progress[key] = (future, index)
         try:
             stored = await self.store.put(drafts)
-            outcomes = [SendOutcome(d.message_id, s.queue_id, s.queue_offset) for d, s in zip(drafts, stored)]
-            for key, outcome in zip(keys, outcomes):
-                self.dedupe.remember(*key, outcome, now)
+            outcomes = [SendOutcome(key[1], s.queue_id, s.queue_offset) for key, s in zip(keys, stored)]
+            self.dedupe.remember_many(keys, outcomes, now)
             future.set_result(outcomes)
             return outcomes
         except BaseException as error:
@@ -103,7 +103,7 @@ class SendService:
             raise
         finally:
             for key in keys:
-                self._in_progress.pop(key, None)
+                in_progress.pop(key, None)
 
     async def _send_deduplicated(self, item: SendItem) -> SendOutcome:
         key = (item.draft.topic, item.draft.message_id)
@@ -148,16 +148,26 @@ class SendService:
 
     def _placed(self, item: SendItem, now_ms: int) -> MessageDraft:
         """The draft with its queue chosen and its type (and FIFO group) among its properties."""
-        topic = self.topics.for_send(item.draft.topic, item.message_type, now_ms)
-        draft = item.draft
-        properties = draft.properties
-        if properties.get(Prop.MESSAGE_TYPE) != item.message_type.value or (
-                item.message_group and properties.get(Prop.MESSAGE_GROUP) != item.message_group):
-            properties = {**properties, Prop.MESSAGE_TYPE: item.message_type.value}
-            if item.message_group:
-                properties[Prop.MESSAGE_GROUP] = item.message_group
-        return MessageDraft(draft.topic, self._queue(topic, item), draft.body, draft.born_timestamp_ms,
-                            draft.born_host, properties, draft.user_properties)
+        return self._placed_run([item], now_ms)[0]
+
+    def _placed_run(self, items: Sequence[SendItem], now_ms: int) -> list[MessageDraft]:
+        """:meth:`_placed` of each item; the topic is looked up once per (topic, type)."""
+        configs: dict[tuple[str, MessageType], TopicConfig] = {}
+        placed = []
+        for item in items:
+            draft, message_type = item.draft, item.message_type
+            topic = configs.get((draft.topic, message_type))
+            if topic is None:
+                topic = configs[(draft.topic, message_type)] = self.topics.for_send(draft.topic, message_type, now_ms)
+            properties = draft.properties
+            if properties.get(Prop.MESSAGE_TYPE) != message_type.value or (
+                    item.message_group and properties.get(Prop.MESSAGE_GROUP) != item.message_group):
+                properties = {**properties, Prop.MESSAGE_TYPE: message_type.value}
+                if item.message_group:
+                    properties[Prop.MESSAGE_GROUP] = item.message_group
+            placed.append(MessageDraft.trusted(draft.topic, self._queue(topic, item), draft.body, draft.born_timestamp_ms,
+                                               draft.born_host, properties, draft.user_properties))
+        return placed
 
     async def _send_one(self, item: SendItem) -> SendOutcome:
         now = self.clock.now_ms()

@@ -124,14 +124,21 @@ def send_items(request, config: MessagingConfig, now_ms: int, client_id: str) ->
         raise reject(Code.BAD_REQUEST, "SendMessage carries no message")
     if len(messages) > config.max_send_batch_num:
         raise reject(Code.BAD_REQUEST, f"at most {config.max_send_batch_num} messages per request")
-    items = [send_item(message, config, now_ms, client_id) for message in messages]
-    if len({item.draft.topic for item in items}) != 1:
+    first_topic = None  # checked once: a message naming the same topic needs no second check
+    items = []
+    for message in messages:
+        item = send_item(message, config, now_ms, client_id, first_topic)
+        first_topic = first_topic or item.draft.topic
+        items.append(item)
+    if any(item.draft.topic != first_topic for item in items):
         raise reject(Code.ILLEGAL_TOPIC, "all messages of one request must have the same topic")
     return items
 
 
-def send_item(message, config: MessagingConfig, now_ms: int, client_id: str) -> SendItem:
-    topic = topic_name(message.topic, allow_system=False)
+def send_item(message, config: MessagingConfig, now_ms: int, client_id: str, checked_topic: str | None = None) -> SendItem:
+    topic = message.topic.name
+    if topic != checked_topic or checked_topic is None:
+        topic = topic_name(message.topic, allow_system=False)
     system = message.system_properties
     body = _body(message.body, system.body_encoding, config)
     properties = {Prop.MESSAGE_ID: message_id(system.message_id, config)}
@@ -146,11 +153,9 @@ def send_item(message, config: MessagingConfig, now_ms: int, client_id: str) -> 
     if delivery_ms is not None:
         properties[Prop.DELIVERY_TIME_MS] = str(delivery_ms)
     born_ms = timestamp_ms(system.born_timestamp) if system.HasField("born_timestamp") else now_ms
-    draft = MessageDraft(topic=topic, queue_id=-1, body=body, born_timestamp_ms=max(born_ms, 0),
-                         born_host=system.born_host[:256], properties=properties,
-                         user_properties=user_properties(message.user_properties, config))
-    return SendItem(draft=draft, message_type=message_type, message_group=group,
-                    delivery_timestamp_ms=delivery_ms, producer_client_id=client_id)
+    draft = MessageDraft.trusted(topic, -1, body, max(born_ms, 0), system.born_host[:256], properties,
+                                 user_properties(message.user_properties, config))
+    return SendItem(draft, message_type, group, delivery_ms, client_id)
 
 
 def _body(body: bytes, encoding: int, config: MessagingConfig) -> bytes:
@@ -187,6 +192,8 @@ def _keys(keys, config: MessagingConfig) -> str:
 
 
 def user_properties(props, config: MessagingConfig) -> dict[str, str]:
+    if not props:
+        return {}
     if len(props) > config.user_property_max_num:
         raise reject(Code.MESSAGE_PROPERTIES_TOO_LARGE, f"at most {config.user_property_max_num} user properties")
     total = 0

@@ -77,62 +77,89 @@ def assignments(routes: list[QueueRoute], fifo: bool, namespace: str, fallback: 
     return [pb.Assignment(message_queue=message_queue(r, namespace, fallback, queue_id=-1)) for r in first_per_broker.values()]
 
 
-def send_entry(outcome: SendOutcome) -> service.SendResultEntry:
-    return service.SendResultEntry(status=OK, message_id=outcome.message_id, transaction_id=outcome.transaction_id,
-                                   offset=outcome.queue_offset, recall_handle=outcome.recall_handle)
+_OK_FIELDS = {"code": int(Code.OK), "message": "OK"}
+
+
+def send_response(outcomes: list[SendOutcome]) -> service.SendMessageResponse:
+    """OK with one OK entry per outcome.  The entries are given as dicts, which upb fills
+    about 3x faster than from per-entry messages (a 32-message batch: 34 vs 100 us)."""
+    entries = []
+    for outcome in outcomes:
+        entry = {"status": _OK_FIELDS, "message_id": outcome.message_id, "offset": outcome.queue_offset}
+        if outcome.transaction_id:
+            entry["transaction_id"] = outcome.transaction_id
+        if outcome.recall_handle:
+            entry["recall_handle"] = outcome.recall_handle
+        entries.append(entry)
+    return service.SendMessageResponse(status=OK, entries=entries)
 
 
 def digest(body: bytes) -> pb.Digest:
     return pb.Digest(type=pb.CRC32, checksum=format(zlib.crc32(body) & 0xFFFFFFFF, "08X"))
 
 
-def _set_ms(timestamp, ms: int) -> None:
-    timestamp.seconds, timestamp.nanos = divmod(ms, 1000)
-    timestamp.nanos *= 1_000_000
-
-
 _TYPE_BY_NAME = {kind.value: code for kind, code in _TYPES.items()}
+
+
+def _timestamp(ms: int) -> dict:
+    seconds, millis = divmod(ms, 1000)
+    return {"seconds": seconds, "nanos": millis * 1_000_000}
+
+
+def message_fields(stored: StoredMessage, topic: str, namespace: str = "") -> dict:
+    """A stored message as the clients read it (no delivery fields), as ``pb.Message`` keyword
+    arguments: upb fills nested dicts much faster than per-field sets on sub-messages."""
+    props = stored.properties
+    draft = stored.draft
+    body = draft.body
+    system = {"message_id": props.get(Prop.MESSAGE_ID, ""), "body_encoding": pb.IDENTITY,
+              "message_type": _TYPE_BY_NAME.get(props.get(Prop.MESSAGE_TYPE, ""), pb.NORMAL),
+              "born_host": draft.born_host, "queue_id": max(draft.queue_id, 0), "queue_offset": stored.queue_offset,
+              "body_digest": {"type": pb.CRC32, "checksum": format(zlib.crc32(body) & 0xFFFFFFFF, "08X")},
+              "born_timestamp": _timestamp(draft.born_timestamp_ms),
+              "store_timestamp": _timestamp(stored.store_timestamp_ms)}
+    tag = props.get(Prop.TAG)
+    if tag is not None:
+        system["tag"] = tag
+    keys = props.get(Prop.KEYS)
+    if keys:
+        system["keys"] = keys.split(" ")
+    group = props.get(Prop.MESSAGE_GROUP)
+    if group is not None:
+        system["message_group"] = group
+    delivery_ms = props.get(Prop.DELIVERY_TIME_MS, "")
+    if delivery_ms.isdigit():
+        system["delivery_timestamp"] = _timestamp(int(delivery_ms))
+    fields = {"topic": {"resource_namespace": namespace, "name": topic}, "system_properties": system, "body": body}
+    if draft.user_properties:
+        fields["user_properties"] = dict(draft.user_properties)
+    return fields
 
 
 def message(stored: StoredMessage, topic: str, namespace: str = "") -> pb.Message:
     """A stored message as the clients read it (no delivery fields)."""
-    props = stored.properties
-    draft = stored.draft
-    body = draft.body
-    system = pb.SystemProperties(message_id=props.get(Prop.MESSAGE_ID, ""), body_encoding=pb.IDENTITY,
-                                 message_type=_TYPE_BY_NAME.get(props.get(Prop.MESSAGE_TYPE, ""), pb.NORMAL),
-                                 born_host=draft.born_host, queue_id=max(draft.queue_id, 0),
-                                 queue_offset=stored.queue_offset)
-    digest_field = system.body_digest
-    digest_field.type = pb.CRC32
-    digest_field.checksum = format(zlib.crc32(body) & 0xFFFFFFFF, "08X")
-    tag = props.get(Prop.TAG)
-    if tag is not None:
-        system.tag = tag
-    keys = props.get(Prop.KEYS)
-    if keys:
-        system.keys.extend(keys.split(" "))
-    group = props.get(Prop.MESSAGE_GROUP)
-    if group is not None:
-        system.message_group = group
-    delivery_ms = props.get(Prop.DELIVERY_TIME_MS, "")
-    if delivery_ms.isdigit():
-        _set_ms(system.delivery_timestamp, int(delivery_ms))
-    _set_ms(system.born_timestamp, draft.born_timestamp_ms)
-    _set_ms(system.store_timestamp, stored.store_timestamp_ms)
-    return pb.Message(topic=pb.Resource(resource_namespace=namespace, name=topic),
-                      user_properties=draft.user_properties, system_properties=system, body=body)
+    return pb.Message(**message_fields(stored, topic, namespace))
+
+
+def delivered_fields(delivery: Delivery, broker_name: str, topic: str, namespace: str = "") -> dict:
+    """:func:`delivered` as ``pb.Message`` keyword arguments."""
+    fields = message_fields(delivery.message, topic, namespace)
+    system = fields["system_properties"]
+    system["receipt_handle"] = converters.join_receipt_handle(broker_name, delivery.receipt_handle)
+    system["delivery_attempt"] = delivery.delivery_attempt
+    if delivery.dead_letter_origin is not None:
+        origin_topic, origin_id = delivery.dead_letter_origin
+        system["dead_letter_queue"] = {"topic": origin_topic, "message_id": origin_id}
+    return fields
 
 
 def delivered(delivery: Delivery, broker_name: str, topic: str, namespace: str = "") -> pb.Message:
-    result = message(delivery.message, topic, namespace)
-    system = result.system_properties
-    system.receipt_handle = converters.join_receipt_handle(broker_name, delivery.receipt_handle)
-    system.delivery_attempt = delivery.delivery_attempt
-    if delivery.dead_letter_origin is not None:
-        origin_topic, origin_id = delivery.dead_letter_origin
-        system.dead_letter_queue.CopyFrom(pb.DeadLetterQueue(topic=origin_topic, message_id=origin_id))
-    return result
+    return pb.Message(**delivered_fields(delivery, broker_name, topic, namespace))
+
+
+def delivered_response(delivery: Delivery, broker_name: str, topic: str, namespace: str = "") -> service.ReceiveMessageResponse:
+    """One message of a ReceiveMessage stream (built in one go: no copy of a finished message)."""
+    return service.ReceiveMessageResponse(message=delivered_fields(delivery, broker_name, topic, namespace))
 
 
 def transaction_check_command(check: TransactionCheck) -> service.TelemetryCommand:

@@ -140,7 +140,7 @@ class MessagingService(service_grpc.MessagingServiceServicer):
         outcomes = await broker.send(items)
         assert len(outcomes) == len(items), "the broker answers every message"
         metrics.labelled(metrics.MESSAGES_SENT, broker.name, topic).inc(len(items))
-        return service.SendMessageResponse(status=responses.OK, entries=[responses.send_entry(o) for o in outcomes])
+        return responses.send_response(outcomes)
 
     async def EndTransaction(self, request, context):
         return await self._answer("EndTransaction", service.EndTransactionResponse, self._end_transaction, request, context)
@@ -197,7 +197,7 @@ class MessagingService(service_grpc.MessagingServiceServicer):
         yield service.ReceiveMessageResponse(status=responses.OK)
         namespace = request.message_queue.topic.resource_namespace
         for delivery in deliveries:
-            yield service.ReceiveMessageResponse(message=responses.delivered(delivery, broker.name, receive.topic, namespace))
+            yield responses.delivered_response(delivery, broker.name, receive.topic, namespace)
         stamp = service.ReceiveMessageResponse()
         stamp.delivery_timestamp.FromMilliseconds(self._clock.now_ms())
         yield stamp

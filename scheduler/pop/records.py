@@ -8,12 +8,15 @@ Rules:
   so replaying any suffix of the log over a snapshot gives the same state.
 - Bodies are compact JSON; :func:`decode_record` returns None for a body it does not know
   (a record from a newer version is skipped, not fatal).
+- :func:`encode_records` writes a run of acks of one queue as one body (``"t": "acks"``):
+  an AckMessage of 32 handles is one record, not 32 (one record is also all-or-nothing in a
+  crash).  :func:`decode_records` gives back the single records, in order.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Union
+from typing import Sequence, Union
 
 REVIVE_TOPIC = "rmq_sys_REVIVE_LOG"
 
@@ -83,9 +86,49 @@ def encode_record(record: Record) -> bytes:
     return json.dumps(body, separators=(",", ":")).encode()
 
 
+def encode_records(records: Sequence[Record]) -> list[bytes]:
+    """Bodies for ``records`` in order; consecutive acks of one queue share one body."""
+    bodies: list[bytes] = []
+    index = 0
+    while index < len(records):
+        record = records[index]
+        end = index + 1
+        if isinstance(record, AckRecord):
+            while end < len(records) and isinstance(records[end], AckRecord) and records[end].key == record.key:
+                end += 1
+        if end - index == 1:
+            bodies.append(encode_record(record))
+        else:
+            key = [record.key.group, record.key.topic, record.key.queue_id]
+            offsets = [ack.offset for ack in records[index:end]]
+            bodies.append(json.dumps({"t": "acks", "k": key, "os": offsets}, separators=(",", ":")).encode())
+        index = end
+    return bodies
+
+
+def decode_records(body: bytes) -> tuple[Record, ...]:
+    """The records of one body (several for ``"acks"``); () for a body we do not know."""
+    try:
+        value = json.loads(body)
+        if isinstance(value, dict) and value.get("t") == "acks":
+            key = QueueKey(str(value["k"][0]), str(value["k"][1]), int(value["k"][2]))
+            return tuple(AckRecord(key, int(offset)) for offset in value["os"])
+    except (ValueError, KeyError, TypeError, IndexError):
+        return ()
+    record = _record(value)
+    return () if record is None else (record,)
+
+
 def decode_record(body: bytes) -> Record | None:
     try:
         value = json.loads(body)
+    except ValueError:
+        return None
+    return _record(value)
+
+
+def _record(value) -> Record | None:
+    try:
         key = QueueKey(str(value["k"][0]), str(value["k"][1]), int(value["k"][2]))
         kind = value["t"]
         if kind == "pop":

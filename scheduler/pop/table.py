@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from scheduler.pop.receipt import ReceiptHandle
 from scheduler.pop.records import AckRecord, ChangeRecord, InFlight, PopRecord, QueueKey, Record
@@ -94,28 +94,45 @@ class PopTable:
         return HandleCheck.STALE
 
     def apply(self, record: Record) -> list[OffsetCommit]:
+        return self.apply_all((record,))
+
+    def apply_all(self, records: Sequence[Record]) -> list[OffsetCommit]:
+        """:meth:`apply` each record in order; the invariants of each queue touched are checked
+        once, after the last (an ack of 32 handles checks its queue once, not 32 times)."""
+        commits: list[OffsetCommit] = []
+        touched: dict[int, QueueState] = {}
+        for record in records:
+            state, moved = self._apply_one(record)
+            if state is None:
+                continue
+            touched[id(state)] = state
+            if moved:
+                key = record.key
+                commits.append(OffsetCommit(key.topic, key.group, key.queue_id, state.commit))
+        for state in touched.values():
+            state.check()
+        return commits
+
+    def _apply_one(self, record: Record) -> tuple[QueueState | None, bool]:
+        """Apply without checking: the state changed (None if none did) and whether its commit moved."""
         if isinstance(record, PopRecord):
             self.last_seq = max([self.last_seq] + [e.seq for e in record.entries])
             state = self.ensure(record.key, record.from_offset)
-            moved = self._apply_pop(state, record)
-        elif isinstance(record, ChangeRecord):
+            return state, self._apply_pop(state, record)
+        if isinstance(record, ChangeRecord):
             self.last_seq = max(self.last_seq, record.seq)
             state = self.queues.get(record.key)
             entry = state.inflight.get(record.offset) if state else None
             if entry is not None and entry.seq < record.seq:
                 # a change keeps the attempt: the next delivery counts it
                 state.inflight[record.offset] = replace(entry, seq=record.seq, deadline_ms=record.deadline_ms)
-            return []
-        else:
-            state = self.queues.get(record.key)
-            if state is None or state.is_consumed(record.offset) or record.offset >= state.pop_offset:
-                return []
-            state.inflight.pop(record.offset, None)
-            state.acked.add(record.offset)
-            moved = state.advance_commit()
-        state.check()
-        key = record.key
-        return [OffsetCommit(key.topic, key.group, key.queue_id, state.commit)] if moved else []
+            return None, False
+        state = self.queues.get(record.key)
+        if state is None or state.is_consumed(record.offset) or record.offset >= state.pop_offset:
+            return None, False
+        state.inflight.pop(record.offset, None)
+        state.acked.add(record.offset)
+        return state, state.advance_commit()
 
     @staticmethod
     def _apply_pop(state: QueueState, record: PopRecord) -> bool:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from types import MappingProxyType
 from typing import Sequence
 
 from metadata.consumer_offsets import ConsumerOffsetTable
@@ -36,7 +37,7 @@ from metadata.replica_metadata import Adopt, Adoption, SyncDirection, adopted_of
 from metadata.status import Code, RequestRejected
 from scheduler.pop.decisions import PopContext, PopPlan, PopRejection, decide_ack, decide_change, plan_fifo_redelivery, plan_new
 from scheduler.pop.receipt import ReceiptHandle, decode
-from scheduler.pop.records import REVIVE_TOPIC, AckRecord, InFlight, QueueKey, Record, decode_record, encode_record
+from scheduler.pop.records import REVIVE_TOPIC, AckRecord, InFlight, QueueKey, Record, decode_records, encode_records
 from scheduler.pop.table import HandleCheck, PopTable, QueueState
 from services.broker import requeue
 from services.broker.api import Delivery, FilterType, ReceiveRequest
@@ -54,6 +55,7 @@ log = logging.getLogger(__name__)
 POP_STATE_FILE = "popState.json"
 OFFSET_FILE = "consumerOffset.json"
 LOG_READ_BATCH = 1024
+_NO_PROPERTIES = MappingProxyType({})
 
 
 def parse_tags(expression: str) -> frozenset[str] | None:
@@ -97,10 +99,9 @@ class PopService:
             if result.messages:
                 self.log_offset = result.next_offset
             for message in result.messages:
-                record = decode_record(message.body)
-                if record is not None:
-                    self._apply(record)
-                    applied += 1
+                records = decode_records(message.body)
+                self._apply_all(records)
+                applied += len(records)
             if not result.messages:
                 return applied
 
@@ -125,14 +126,28 @@ class PopService:
         return decision
 
     def _apply(self, record: Record) -> None:
-        for commit in self.table.apply(record):
-            self.keeper.commit(commit.topic, commit.group, commit.queue_id, commit.offset, self.clock.now_ms())
+        self._apply_all((record,))
+
+    def _apply_all(self, records: Sequence[Record]) -> None:
+        commits = self.table.apply_all(records)
+        if commits:
+            now = self.clock.now_ms()
+            for commit in commits:
+                self.keeper.commit(commit.topic, commit.group, commit.queue_id, commit.offset, now)
 
     async def _write(self, records: Sequence[Record]) -> None:
+        """Append ``records`` to the pop log.  The caller has applied them already (a receive
+        reserves first) or applies them as soon as this returns (ack, change: no await in
+        between), so the cursor moves past them here and :meth:`persist` does not read back
+        and re-apply what this process wrote (it still reads what it did not, e.g. records a
+        retried put left behind, or a slave's replicated log)."""
         now = self.clock.now_ms()
-        drafts = [MessageDraft(REVIVE_TOPIC, 0, encode_record(r), now) for r in records]
-        await put_retrying(self.store, drafts, self.config.internal_put_retries,
-                           self.config.internal_put_retry_backoff_ms, "pop log")
+        drafts = [MessageDraft.trusted(REVIVE_TOPIC, 0, body, now, "", _NO_PROPERTIES, _NO_PROPERTIES)
+                  for body in encode_records(records)]
+        stored = await put_retrying(self.store, drafts, self.config.internal_put_retries,
+                                    self.config.internal_put_retry_backoff_ms, "pop log")
+        if stored and stored[0].queue_offset <= self.log_offset:  # contiguous: everything below is applied
+            self.log_offset = max(self.log_offset, stored[-1].queue_offset + 1)
 
     # ---- receive ---------------------------------------------------------------------------
     async def receive(self, request: ReceiveRequest) -> list[Delivery]:
@@ -287,8 +302,7 @@ class PopService:
 
     async def _ack_all(self, records: list[AckRecord]) -> None:
         await self._write(records)
-        for record in records:
-            self._apply(record)
+        self._apply_all(records)
 
     # ---- revive -------------------------------------------------------------------------------
     async def revive(self) -> int:

@@ -6,7 +6,7 @@ from hypothesis import given, strategies as st
 from metadata.message import MessageDraft, Prop, StoredMessage
 from scheduler.pop.decisions import PopContext, PopRejection, decide_ack, decide_change, plan_fifo_redelivery, plan_new
 from scheduler.pop.receipt import ReceiptHandle, decode
-from scheduler.pop.records import AckRecord, QueueKey, decode_record, encode_record
+from scheduler.pop.records import AckRecord, QueueKey, decode_record, decode_records, encode_record, encode_records
 from scheduler.pop.table import HandleCheck, PopTable
 
 topics = st.from_regex(r"[%a-zA-Z0-9_-]{1,40}", fullmatch=True)
@@ -113,6 +113,26 @@ def test_apply_is_idempotent_so_replay_over_a_snapshot_is_harmless():
         snapshot.apply(decode_record(encode_record(record)))
     state = snapshot.get(KEY)
     assert state.commit == 1 and set(state.inflight) == {1}
+
+
+def test_a_run_of_acks_of_one_queue_is_one_body_and_decodes_back_in_order():
+    other = QueueKey("G", "T", 1)
+    plan = plan_new(KEY, PopTable().ensure(KEY, 0), [message(0)], ctx(), seqs())
+    records = [plan.record, AckRecord(KEY, 2), AckRecord(KEY, 0), AckRecord(KEY, 1), AckRecord(other, 5), AckRecord(KEY, 3)]
+    bodies = encode_records(records)
+    assert len(bodies) == 4  # the pop record, three acks of KEY, the ack of another queue, the last ack
+    assert [r for body in bodies for r in decode_records(body)] == records
+    assert decode_records(bodies[0]) == (decode_record(bodies[0]),)
+    assert decode_records(b"{not json") == () and decode_records(b'{"t":"acks","k":["G"]}') == ()
+
+
+def test_apply_all_equals_applying_one_by_one():
+    records = [plan_new(KEY, PopTable().ensure(KEY, 0), [message(i) for i in range(4)], ctx(), seqs()).record]
+    records += [AckRecord(KEY, 1), AckRecord(KEY, 0), AckRecord(KEY, 0), AckRecord(KEY, 3)]
+    one_by_one, at_once = PopTable(), PopTable()
+    commits = [c for record in records for c in one_by_one.apply(record)]
+    assert at_once.apply_all(records) == commits
+    assert at_once.to_document() == one_by_one.to_document()
 
 
 def test_next_seq_grows_and_is_seeded_by_time():

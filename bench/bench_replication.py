@@ -18,8 +18,10 @@ nameserver, a slave container pointed at it with ``haMasterAddress``):
 (d) SYNC_MASTER vs ASYNC_MASTER, each a fresh master + slave pair: 1 KiB sends with 16 and 64
     in flight, and batches of 32 with 16 in flight: msgs/s, p50, p99, and SYNC/ASYNC.
 
-Both brokers use --flush (default SYNC_FLUSH, as conf/2container).  The machine has 2 cores
-shared with others: the load average is printed before and after each phase.
+Both brokers use --flush (default SYNC_FLUSH, as conf/2container).  The disk is synced
+(``os.sync``) before (a) and (b) are timed, so neither competes with the writeback of the
+files it starts from.  The machine has 2 cores shared with others: the load average is
+printed before and after each phase.
 
     .venv/bin/python bench/bench_replication.py                                  # 1 GiB, 5 s cases
     .venv/bin/python bench/bench_replication.py --catch-up-mib 256 --seconds 3   # quick
@@ -91,6 +93,7 @@ def loopback_copy(nbytes: int, tmp: Path) -> dict:
         block = os.urandom(MIB)
         for _ in range(nbytes // MIB):
             out.write(block)
+    os.sync()  # the copy does not compete with the source's writeback (the catch-up is timed the same way)
     receiver = subprocess.Popen([sys.executable, "-c", COPY_RECEIVER, str(tmp / "copy-target")],
                                 stdout=subprocess.PIPE)
     try:
@@ -188,6 +191,7 @@ def fill_store(path: Path, nbytes: int) -> dict:
     asyncio.run(fill())
     max_offset = store.commit_log_max_offset
     store.shutdown()
+    os.sync()  # the catch-up does not compete with the fill's writeback (nor does the loopback copy)
     return {"messages": count, "bytes": max_offset, "fill_s": time.perf_counter() - began}
 
 

@@ -56,6 +56,8 @@ async def serve(container) -> None:
     except BaseException:
         await container.stop()
         raise
+    from container.collector import freeze_startup_heap
+    log.debug("objects frozen after start: %d", freeze_startup_heap())
     print(f"relaymq: container ready, clients connect to {container.config.broker_container_ip}:{container.ports['client']}", flush=True)
     await stop.wait()
     log.info("stopping: draining and flushing")
@@ -64,6 +66,12 @@ async def serve(container) -> None:
 
 def run_container_command(args) -> int:
     configure_logging(args.log_level)
+    from container.allocator import tune_allocator
+    tuned = tune_allocator()
+    if tuned:
+        log.debug("malloc thresholds: %s", tuned)
+    from container.collector import tune_collector
+    log.debug("gc thresholds: %s", tune_collector())
     try:
         container = build_container(args.config, args.broker_config_paths)
         _run(serve(container))

@@ -41,11 +41,14 @@ def master_handshake_to_proto(message: MasterHandshake) -> pb.MasterFrame:
 
 
 def batch_to_proto(batch: TransferBatch) -> pb.MasterFrame:
-    return pb.MasterFrame(batch=pb.TransferBatch(
-        start_offset=batch.start_offset, epoch=batch.epoch, epoch_start_offset=batch.epoch_start_offset,
-        confirm_offset=batch.confirm_offset, payload=batch.payload, crc=batch.crc,
-        index=[pb.QueueEntries(topic=q.topic, queue_id=q.queue_id, first_queue_offset=q.first_queue_offset,
-                               entries=q.entries) for q in batch.index]))
+    # filled in place: MasterFrame(batch=pb.TransferBatch(...)) would copy the sub-message
+    frame = pb.MasterFrame()
+    out = frame.batch
+    out.start_offset, out.epoch, out.epoch_start_offset = batch.start_offset, batch.epoch, batch.epoch_start_offset
+    out.confirm_offset, out.payload, out.crc = batch.confirm_offset, batch.payload, batch.crc
+    for q in batch.index:
+        out.index.add(topic=q.topic, queue_id=q.queue_id, first_queue_offset=q.first_queue_offset, entries=q.entries)
+    return frame
 
 
 def _slice_from_proto(q: pb.QueueEntries) -> QueueSlice | None:

@@ -13,12 +13,12 @@ Rules:
   that does not start where the last one ended (a new stream, a truncation) positions
   every queue again by binary search.
 * Slave (:func:`check_indexed_run`): a run is accepted whole or not at all; the result is a
-  reason (a string) for the first thing wrong.  The entries of all slices, merged by commit
-  offset, must tile the run: each entry is a message record whose header states the same
-  size, commit offset, queue id and queue offset, and whose topic is the slice's; between
-  entries there may only be a BLANK running to its segment's end, or whole message records
-  that no queue indexes (their topic was deleted on the master), each checked in full
-  (store.record.check).  The batch CRC (checked by the slave session) proves the bytes
+  reason (a string) for the first thing wrong.  Every entry must name a message record of
+  the run whose header states the same size, commit offset, queue id and queue offset, and
+  whose topic is the slice's, and every record must be named by its queue's entry, except a
+  BLANK running to its segment's end or a message no queue indexes (its topic was deleted
+  on the master), which is checked in full (store.record.check).  A queue comes at most
+  once per batch.  The batch CRC (checked by the slave session) proves the bytes
   arrived as the master read them; this check proves the index describes them, so the
   slave's queues equal the master's with a few struct reads per record, not a parse.
 * A slice of a queue the slave already has must start at that queue's next offset.
@@ -33,10 +33,11 @@ from store.config import CQ_ENTRY_SIZE
 from store.consume_queue import ConsumeQueue
 from store.cq_entry import ENTRY, first_index
 from store.queue_table import QueueTable
-from store.record import HEADER_SIZE, MESSAGE_MAGIC, Invalid, check
+from store.record import BLANK_SIZE, HEADER_SIZE, MESSAGE_MAGIC, Invalid, check
 
 # size, magic, (crc), queue id, (flags), queue offset, commit offset, (timestamps), topic length
 _HEAD = struct.Struct(">II4xi4xqq16xH")
+_TOPIC_AT = _HEAD.size  # the topic's bytes follow its u16 length
 _READ_ENTRIES = 1024  # consume-queue entries read per file read
 
 
@@ -133,57 +134,79 @@ def _take(queue: ConsumeQueue, queue_offset: int, cutoff: int) -> tuple[bytes, i
 def check_indexed_run(data: bytes, offset: int, segment_size: int, index: tuple[QueueSlice, ...],
                       next_offsets: dict[tuple[str, int], int]) -> str | None:
     """Why ``data`` (records that should sit at commit ``offset``) and ``index`` are not a
-    faithful copy, or None.  ``next_offsets``: the slave's next queue offset per queue."""
-    merged, ends = [], {}
-    for number, piece in enumerate(index):
-        key = (piece.topic, piece.queue_id)
-        expected = ends.get(key, next_offsets.get(key))
+    faithful copy, or None.  ``next_offsets``: the slave's next queue offset per queue.
+
+    One walk over the records: each message's (topic, queue id) picks its slice, whose next
+    entry must name it (commit offset, size, queue offset); a message whose slice's next
+    entry lies further on is unindexed and checked in full; at the end every entry must have
+    been met.
+    """
+    by_topic: dict[bytes, dict[int, list]] = {}
+    for piece in index:
+        queues = by_topic.setdefault(piece.topic.encode(), {})
+        if piece.queue_id in queues:
+            return f"index of {piece.topic}/{piece.queue_id} comes twice in one batch"
+        expected = next_offsets.get((piece.topic, piece.queue_id))
         if expected is not None and piece.first_queue_offset != expected:
             return (f"index of {piece.topic}/{piece.queue_id} starts at queue offset {piece.first_queue_offset}, "
                     f"the slave's queue ends at {expected}")
-        ends[key] = piece.first_queue_offset + len(piece.entries) // CQ_ENTRY_SIZE
-        queue_offset = piece.first_queue_offset
-        for commit_offset, size, _ in ENTRY.iter_unpack(piece.entries):
-            if size > 0:
-                merged.append((commit_offset, size, queue_offset, number))
-            queue_offset += 1
-    merged.sort()
-    topics = [(len(t := piece.topic.encode()), t) for piece in index]
-    head, pos, length = _HEAD.unpack_from, 0, len(data)
-    for commit_offset, size, queue_offset, number in merged:
-        at = commit_offset - offset
-        if at != pos:
-            if at < pos:
-                return f"index entry at {commit_offset} overlaps the record before it"
-            reason = _unindexed(data, pos, min(at, length), offset, segment_size)
+        # [entries, next entry number, entry count, first queue offset, slice]
+        queues[piece.queue_id] = [piece.entries, 0, len(piece.entries) // CQ_ENTRY_SIZE, piece.first_queue_offset, piece]
+    head, entry_at, pos, length = _HEAD.unpack_from, ENTRY.unpack_from, 0, len(data)
+    topic, queues = b"", None
+    # locals, not globals, in the loop (this runs once per record)
+    head_size, magic_message, topic_at, entry_size = _HEAD.size, MESSAGE_MAGIC, _TOPIC_AT, CQ_ENTRY_SIZE
+    least, spare = HEADER_SIZE, BLANK_SIZE
+    while pos < length:
+        at = offset + pos
+        if length - pos < head_size or (fields := head(data, pos))[1] != magic_message:
+            reason, pos = _unindexed(data, pos, offset, segment_size)
             if reason is not None:
                 return reason
-            pos = at
-        if at + _HEAD.size > length or at + size > length:
-            return f"index entry at {commit_offset} (size {size}) runs past the batch's end {offset + length}"
-        record_size, magic, queue_id, record_queue_offset, record_commit, topic_length = head(data, at)
-        topic_size, topic = topics[number]
-        if (magic != MESSAGE_MAGIC or record_size != size or record_commit != commit_offset
-                or queue_id != index[number].queue_id or record_queue_offset != queue_offset
-                or topic_length != topic_size or not data.startswith(topic, at + HEADER_SIZE + 2)):
-            piece = index[number]
-            return (f"index entry {piece.topic}/{piece.queue_id}@{queue_offset} does not describe the record "
-                    f"at {commit_offset}")
-        if size > segment_size - commit_offset % segment_size:
-            return f"record at {commit_offset} crosses its segment's end"
-        pos = at + size
-    return _unindexed(data, pos, length, offset, segment_size) if pos < length else None
-
-
-def _unindexed(data: bytes, pos: int, until: int, offset: int, segment_size: int) -> str | None:
-    """Records in ``data[pos:until]`` that no index entry names: BLANKs to their segment's end,
-    or messages of deleted topics; each must be whole and valid."""
-    while pos < until:
-        at = offset + pos
-        info = check(data, pos, at, segment_size - at % segment_size)
-        if isinstance(info, Invalid):
-            return f"unindexed record at {at} is invalid ({info.value})"
-        pos += info.size
-        if pos > until:
-            return f"unindexed record at {at} runs into an indexed one"
+            continue
+        size, _, queue_id, queue_offset, commit_offset, topic_length = fields
+        if topic_length != len(topic) or not data.startswith(topic, pos + topic_at):
+            topic = data[pos + topic_at:pos + topic_at + topic_length]
+            queues = by_topic.get(topic)
+        state = queues.get(queue_id) if queues is not None else None
+        if state is not None:
+            entries, number, count = state[0], state[1], state[2]
+            while number < count and (entry := entry_at(entries, number * entry_size))[1] <= 0:
+                number += 1  # a hole: written as it is, names no record
+            state[1] = number
+            if number < count and entry[0] <= at:
+                if (entry[0] != at or entry[1] != size or commit_offset != at or size < least
+                        or queue_offset != state[3] + number):
+                    piece = state[4]
+                    return (f"index entry {piece.topic}/{piece.queue_id}@{state[3] + number} "
+                            f"(at {entry[0]}, size {entry[1]}) does not describe the record at {at}")
+                if pos + size > length:
+                    return f"index entry at {at} (size {size}) runs past the batch's end {offset + length}"
+                if size > segment_size - at % segment_size - spare:
+                    return f"record at {at} crosses its segment's end"
+                state[1] = number + 1
+                pos += size
+                continue
+        reason, pos = _unindexed(data, pos, offset, segment_size)
+        if reason is not None:
+            return reason
+    for queues in by_topic.values():
+        for entries, number, count, first, piece in queues.values():
+            while number < count and entry_at(entries, number * CQ_ENTRY_SIZE)[1] <= 0:
+                number += 1
+            if number < count:
+                return (f"index entry {piece.topic}/{piece.queue_id}@{first + number} "
+                        f"(at {entry_at(entries, number * CQ_ENTRY_SIZE)[0]}) names no record of the batch")
     return None
+
+
+def _unindexed(data: bytes, pos: int, offset: int, segment_size: int) -> tuple[str | None, int]:
+    """The record at ``pos`` that no index entry names (a BLANK to its segment's end, or a
+    message of a deleted topic), checked in full: (why not valid or None, the next position)."""
+    at = offset + pos
+    info = check(data, pos, at, segment_size - at % segment_size)
+    if isinstance(info, Invalid):
+        return f"unindexed record at {at} is invalid ({info.value})", pos
+    if pos + info.size > len(data):
+        return f"unindexed record at {at} runs past the batch's end", pos
+    return None, pos + info.size

@@ -234,8 +234,8 @@ def entry_changed(piece: QueueSlice, which: int, **changes) -> bytes:
 
 
 @pytest.mark.parametrize("case, expected", [
-    ("size", "does not describe"), ("commit", "runs into an indexed one"), ("queue_offset", "does not describe"),
-    ("topic", "does not describe"), ("queue_id", "does not describe"), ("missing", "unindexed record"),
+    ("size", "does not describe"), ("commit", "does not describe"), ("queue_offset", "does not describe"),
+    ("topic", "names no record"), ("queue_id", "names no record"), ("missing", "unindexed record"),
     ("continuity", "starts at queue offset"), ("past_end", "runs past"),
 ])
 def test_an_index_that_does_not_describe_the_bytes_is_refused(case, expected):
@@ -262,7 +262,7 @@ def test_an_index_that_does_not_describe_the_bytes_is_refused(case, expected):
         assert expected in reason
         return
     elif case == "past_end":
-        data = data[:ENTRY.unpack_from(index[-1].entries, len(index[-1].entries) - CQ_ENTRY_SIZE)[0] + 30]
+        data = data[:ENTRY.unpack_from(index[-1].entries, len(index[-1].entries) - CQ_ENTRY_SIZE)[0] + 100]
     reason = check_indexed_run(data, 0, SEGMENT, index, {})
     assert reason is not None and expected in reason, reason
 
@@ -275,10 +275,12 @@ def test_a_valid_record_no_entry_names_is_copied_unindexed():
     assert check_indexed_run(data, 0, SEGMENT, replace_slice(index, 1, entries=piece.entries[:-CQ_ENTRY_SIZE]), {}) is None
 
 
-def test_overlapping_entries_are_refused():
+def test_entries_that_name_no_record_of_theirs_are_refused():
     data, index = build()
-    twice = index + (QueueSlice("other", 0, 0, index[0].entries),)  # another queue naming the same records
-    assert "overlaps" in check_indexed_run(data, 0, SEGMENT, twice, {})
+    other = index + (QueueSlice("other", 0, 0, index[0].entries),)  # another queue naming T/0's records
+    assert "names no record" in check_indexed_run(data, 0, SEGMENT, other, {})
+    twice = index + (index[0],)
+    assert "comes twice" in check_indexed_run(data, 0, SEGMENT, twice, {})
 
 
 @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)

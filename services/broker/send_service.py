@@ -36,6 +36,11 @@ from store.errors import StoreError
 _PLAIN = frozenset({MessageType.NORMAL, MessageType.FIFO})  # stored as they are, so a request's share one put
 
 
+def _remembered(outcome: SendOutcome) -> tuple:
+    """What the de-duplication LRU keeps of an outcome: ``SendOutcome(*kept)`` rebuilds it."""
+    return (outcome.message_id, outcome.queue_id, outcome.queue_offset, outcome.transaction_id, outcome.recall_handle)
+
+
 def fifo_queue(message_group: str, write_queues: int) -> int:
     return zlib.crc32(message_group.encode("utf-8")) % write_queues
 
@@ -45,7 +50,10 @@ class SendService:
                  transactions: TransactionService):
         self.config, self.store, self.clock = config, store, clock
         self.topics, self.timer, self.transactions = topics, timer, transactions
-        self.dedupe: SendDedupe[SendOutcome] = SendDedupe(config.send_dedupe_window_ms, config.send_dedupe_max_entries)
+        # outcomes are kept as plain tuples of str and int, which the garbage collector stops
+        # tracking: up to sendDedupeMaxEntries of them live at once (100k by default), and as
+        # objects they made every full collection walk them all
+        self.dedupe: SendDedupe[tuple] = SendDedupe(config.send_dedupe_window_ms, config.send_dedupe_max_entries)
         self._round_robin: dict[str, int] = {}
         # (topic, message id) -> (the put's future of outcomes, this id's index in it)
         self._in_progress: dict[tuple[str, str], tuple[asyncio.Future, int]] = {}
@@ -92,7 +100,7 @@ class SendService:
         try:
             stored = await self.store.put(drafts)
             outcomes = [SendOutcome(key[1], s.queue_id, s.queue_offset) for key, s in zip(keys, stored)]
-            self.dedupe.remember_many(keys, outcomes, now)
+            self.dedupe.remember_many(keys, [_remembered(o) for o in outcomes], now)
             future.set_result(outcomes)
             return outcomes
         except BaseException as error:
@@ -109,7 +117,7 @@ class SendService:
         key = (item.draft.topic, item.draft.message_id)
         known = self.dedupe.lookup(*key, self.clock.now_ms())
         if known is not None:
-            return known
+            return SendOutcome(*known)
         if item.draft.message_id and key in self._in_progress:
             future, index = self._in_progress[key]
             return (await asyncio.shield(future))[index]
@@ -118,7 +126,7 @@ class SendService:
             self._in_progress[key] = (future, 0)
         try:
             outcome = await self._send_one(item)
-            self.dedupe.remember(*key, outcome, self.clock.now_ms())
+            self.dedupe.remember(*key, _remembered(outcome), self.clock.now_ms())
             future.set_result([outcome])
             return outcome
         except BaseException as error:

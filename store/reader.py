@@ -56,6 +56,27 @@ class Reader:
             batch = queue.entries(cursor, min(budget - scanned, want, 1024))
             if not batch:
                 break
+            # first choose what to serve from the entries alone, then read it in one go
+            # (store.commit_log.read_messages: one pread for records close together)
+            chosen, count, size_total, end, stop = [], len(messages), total, cursor, False
+            for entry in batch:
+                if count >= max_count or (count and size_total + entry.size > max_bytes) or (
+                        limit is not None and not entry.is_hole and entry.end > limit):
+                    stop = True  # full, or not confirmed by the replicas yet
+                    break
+                end += 1
+                if entry.is_hole or (tag_codes is not None and entry.tag_code not in tag_codes):
+                    continue
+                chosen.append(entry)
+                count, size_total = count + 1, size_total + entry.size
+            found = self._log.read_messages([(entry.commit_offset, entry.size) for entry in chosen])
+            if None not in found:
+                messages += found
+                total, scanned, cursor = size_total, scanned + end - cursor, end
+                if stop:
+                    return messages, cursor
+                continue
+            # a record is missing or corrupt: take this batch entry by entry, skipping it
             for entry in batch:
                 if len(messages) >= max_count or (messages and total + entry.size > max_bytes):
                     return messages, cursor

@@ -101,6 +101,27 @@ def digest(body: bytes) -> pb.Digest:
 _TYPE_BY_NAME = {kind.value: code for kind, code in _TYPES.items()}
 
 
+def ack_response(entries, statuses: list[pb.Status]) -> service.AckMessageResponse:
+    """One result per request entry (its id and handle echoed); overall OK, the one failure of
+    a single entry, or MULTIPLE_RESULTS.  Entries are given as dicts (see :func:`send_response`)."""
+    results, failed = [], []
+    for raw, entry_status in zip(entries, statuses):
+        if entry_status is OK:
+            fields = _OK_FIELDS
+        else:
+            fields = {"code": entry_status.code, "message": entry_status.message}
+            if entry_status.code != Code.OK:
+                failed.append(entry_status)
+        results.append({"message_id": raw.message_id, "receipt_handle": raw.receipt_handle, "status": fields})
+    if not failed:
+        overall = OK
+    elif len(results) == 1:
+        overall = failed[0]
+    else:
+        overall = status(Code.MULTIPLE_RESULTS, f"{len(failed)} of {len(results)} entries failed")
+    return service.AckMessageResponse(status=overall, entries=results)
+
+
 def _timestamp(ms: int) -> dict:
     seconds, millis = divmod(ms, 1000)
     return {"seconds": seconds, "nanos": millis * 1_000_000}

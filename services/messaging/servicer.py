@@ -231,9 +231,7 @@ class MessagingService(service_grpc.MessagingServiceServicer):
             except Exception as error:  # noqa: BLE001 - a broker's failure is the status of its entries
                 for index in indexes:
                     statuses[index] = self._failure("AckMessage", error)
-        results = [service.AckMessageResultEntry(message_id=raw.message_id, receipt_handle=raw.receipt_handle, status=status)
-                   for raw, status in zip(request.entries, statuses)]
-        return service.AckMessageResponse(status=_overall(results), entries=results)
+        return responses.ack_response(request.entries, statuses)
 
     async def ChangeInvisibleDuration(self, request, context):
         return await self._answer("ChangeInvisibleDuration", service.ChangeInvisibleDurationResponse,
@@ -292,12 +290,3 @@ def _entry_per_message(request, response) -> None:
 def _echo_handle(request, response) -> None:
     """The client copies receipt_handle before it checks the status; keep its handle usable."""
     response.receipt_handle = request.receipt_handle
-
-
-def _overall(results) -> pb.Status:
-    failed = [r.status for r in results if r.status.code != Code.OK]
-    if not failed:
-        return responses.OK
-    if len(results) == 1:
-        return failed[0]
-    return responses.status(Code.MULTIPLE_RESULTS, f"{len(failed)} of {len(results)} entries failed")

@@ -347,3 +347,25 @@ def test_sync_put_that_outlives_sync_flush_timeout_fails_and_its_records_show_on
         assert [m.message_id for m in store.get("T", 0, 0, 10).messages] == ["id-1"]
         store.shutdown()
     run(scenario())
+
+
+def test_get_reads_neighbouring_records_at_once_and_still_skips_a_corrupt_one(tmp_path):
+    async def scenario():
+        store = make(tmp_path)
+        store.start()
+        stored = await store.put([draft(i, queue_id=i % 2) for i in range(120)])  # crosses a 64 KiB segment
+        ours = [m for m in stored if m.queue_id == 0]
+        got = store.get("T", 0, 0, 60)
+        assert [m.message_id for m in got.messages] == [m.message_id for m in ours]
+        assert got.messages == [store.read_at(m.commit_offset) for m in ours]
+        victim = ours[3]
+        segment = tmp_path / "commitlog" / segments(tmp_path)[0]
+        with open(segment, "r+b") as handle:  # flip one body byte: the record's CRC no longer matches
+            handle.seek(victim.commit_offset + victim.size - 10)
+            byte = handle.read(1)
+            handle.seek(victim.commit_offset + victim.size - 10)
+            handle.write(bytes([byte[0] ^ 1]))
+        got = store.get("T", 0, 0, 8)
+        assert [m.queue_offset for m in got.messages] == [0, 1, 2, 4, 5, 6, 7, 8] and got.next_offset == 9
+        store.shutdown()
+    run(scenario())

@@ -33,23 +33,29 @@ class ReceiptHandle:
         return f"v1.{body}.{zlib.crc32(raw):08x}"
 
 
+_FROM_URLSAFE = bytes.maketrans(b"-_", b"+/")
+_TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
+
+
 def decode(text: object) -> ReceiptHandle | None:
     if not isinstance(text, str) or len(text) > MAX_HANDLE_LENGTH:
         return None
     parts = text.split(".")
     if len(parts) != 3 or parts[0] != "v1":
         return None
-    try:
-        raw = base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4))
+    body = parts[1]
+    try:  # binascii directly: base64.urlsafe_b64decode's wrappers cost more than the decoding
+        encoded = body.encode("ascii")
+        raw = binascii.a2b_base64(encoded.translate(_FROM_URLSAFE) + b"=" * (-len(body) % 4))
         fields = raw.decode().split(_SEP)
     except (binascii.Error, ValueError, UnicodeDecodeError):
         return None
     if f"{zlib.crc32(raw):08x}" != parts[2] or len(fields) != 4:
         return None
-    if base64.urlsafe_b64encode(raw).decode().rstrip("=") != parts[1]:
+    if binascii.b2a_base64(raw, newline=False).translate(_TO_URLSAFE).rstrip(b"=") != encoded:
         return None  # non-canonical base64 (stray padding bits): one handle has one spelling
     topic, queue_id, offset, seq = fields
-    if not is_valid_topic_name(topic) or not all(_is_int(v) for v in (queue_id, offset, seq)):
+    if not is_valid_topic_name(topic) or not (_is_int(queue_id) and _is_int(offset) and _is_int(seq)):
         return None
     return ReceiptHandle(topic, int(queue_id), int(offset), int(seq))
 

@@ -8,7 +8,10 @@ process, against a server in another process:
 - end to end: send N, then receive (batch 32) and ack them all: messages/s, and the
   receive-and-ack phase alone (one receive then one ack of its batch at a time);
 each under ASYNC_FLUSH and SYNC_FLUSH.  The same client drives a bare grpc.aio echo server
-(another process, same payload and concurrency) and the broker/echo ratio is printed.
+(another process, same payload and concurrency) and the broker/echo ratio is printed, with
+the server process's CPU time (user + system, /proc) per 1000 messages, which moves much
+less with the machine's load than messages/s do.  Message ids are a per-run random prefix
+plus a counter (a uuid4 per message cost the client ~12 us of its share of the CPUs).
 
     .venv/bin/python bench/bench_broker.py                   # the real container
     .venv/bin/python bench/bench_broker.py --target fake     # servicer over the in-memory fake
@@ -23,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import itertools
 import uuid
 from pathlib import Path
 
@@ -56,8 +60,12 @@ asyncio.run(main())
 """
 
 
+ID_PREFIX = uuid.uuid4().hex[:16].upper()
+_ids = itertools.count()
+
+
 def message(topic: str) -> d.Message:
-    system = d.SystemProperties(message_id=uuid.uuid4().hex.upper(), message_type=d.NORMAL, body_encoding=d.IDENTITY)
+    system = d.SystemProperties(message_id=f"{ID_PREFIX}{next(_ids):016X}", message_type=d.NORMAL, body_encoding=d.IDENTITY)
     return d.Message(topic=d.Resource(name=topic), body=BODY, system_properties=system)
 
 
@@ -93,9 +101,19 @@ def start_container(topic: str, flush: str, data: Path):
         time.sleep(0.2)
 
 
-async def closed_loop(call, concurrency: int, seconds: float, per_request: int = 1) -> dict:
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU seconds of process ``pid`` so far (0 without /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, TypeError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def closed_loop(call, concurrency: int, seconds: float, per_request: int = 1, pid: int | None = None) -> dict:
     latencies: list[float] = []
     stop = time.perf_counter() + seconds
+    cpu_began = cpu_seconds(pid)
 
     async def worker():
         while time.perf_counter() < stop:
@@ -107,11 +125,13 @@ async def closed_loop(call, concurrency: int, seconds: float, per_request: int =
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     elapsed = time.perf_counter() - began
     ordered = sorted(latencies)
-    return {"msg_s": len(latencies) * per_request / elapsed, "p50_ms": 1000 * ordered[len(ordered) // 2],
-            "p99_ms": 1000 * ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], "requests": len(latencies)}
+    messages = len(latencies) * per_request
+    return {"msg_s": messages / elapsed, "p50_ms": 1000 * ordered[len(ordered) // 2],
+            "p99_ms": 1000 * ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], "requests": len(latencies),
+            "cpu_ms_1k": 1e6 * (cpu_seconds(pid) - cpu_began) / messages if pid and messages else float("nan")}
 
 
-async def bench_broker(endpoint: str, topic: str, seconds: float, e2e_count: int, consumers: int) -> dict:
+async def bench_broker(endpoint: str, topic: str, seconds: float, e2e_count: int, consumers: int, pid: int | None) -> dict:
     results = {}
     async with grpc.aio.insecure_channel(endpoint, options=[("grpc.max_receive_message_length", -1)]) as channel:
         stub = g.MessagingServiceStub(channel)
@@ -125,14 +145,15 @@ async def bench_broker(endpoint: str, topic: str, seconds: float, e2e_count: int
             assert response.status.code == d.OK, response.status
 
         for concurrency in (1, 16, 64):
-            results[f"send c={concurrency}"] = await closed_loop(send_one, concurrency, seconds)
-        results["batch32 c=16"] = await closed_loop(send_batch, 16, seconds, per_request=32)
-        results["end-to-end"] = await end_to_end(stub, endpoint, topic, e2e_count, consumers)
-        results["receive+ack"] = {"msg_s": results["end-to-end"].pop("receive_ack_msg_s")}
+            results[f"send c={concurrency}"] = await closed_loop(send_one, concurrency, seconds, pid=pid)
+        results["batch32 c=16"] = await closed_loop(send_batch, 16, seconds, per_request=32, pid=pid)
+        results["end-to-end"] = await end_to_end(stub, endpoint, topic, e2e_count, consumers, pid)
+        results["receive+ack"] = {"msg_s": results["end-to-end"].pop("receive_ack_msg_s"),
+                                  "cpu_ms_1k": results["end-to-end"].pop("receive_ack_cpu_ms_1k")}
     return results
 
 
-async def end_to_end(stub, endpoint: str, topic: str, count: int, consumers: int) -> dict:
+async def end_to_end(stub, endpoint: str, topic: str, count: int, consumers: int, pid: int | None = None) -> dict:
     group = f"bench-{uuid.uuid4().hex[:8]}"
     host, port = endpoint.rsplit(":", 1)
     queue = d.MessageQueue(topic=d.Resource(name=topic), id=-1, broker=d.Broker(
@@ -145,7 +166,7 @@ async def end_to_end(stub, endpoint: str, topic: str, count: int, consumers: int
             await stub.SendMessage(s.SendMessageRequest(messages=[message(topic)]), metadata=META)
 
     await asyncio.gather(*(send_one() for _ in range(count)))
-    consume_began = time.perf_counter()
+    consume_began, consume_cpu_began = time.perf_counter(), cpu_seconds(pid)
     acked = 0
 
     async def consumer():  # receive a batch, ack it, again; several in flight as the push consumers keep
@@ -170,8 +191,10 @@ async def end_to_end(stub, endpoint: str, topic: str, count: int, consumers: int
     done_at: list[float] = []
     await asyncio.gather(*(consumer() for _ in range(consumers)))
     finished = done_at[0] if done_at else time.perf_counter()
+    consume_cpu = cpu_seconds(pid) - consume_cpu_began  # includes the others' last empty long polls: idle
     return {"msg_s": acked / (finished - began), "acked": acked, "sent": count,
-            "receive_ack_msg_s": acked / (finished - consume_began)}
+            "receive_ack_msg_s": acked / (finished - consume_began),
+            "receive_ack_cpu_ms_1k": 1e6 * consume_cpu / acked if pid and acked else float("nan")}
 
 
 async def bench_echo(seconds: float, consumers: int) -> dict:
@@ -184,15 +207,15 @@ async def bench_echo(seconds: float, consumers: int) -> dict:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             call = channel.unary_unary("/bench.Echo/Call")
             for concurrency in (1, 16, 64):
-                results[f"send c={concurrency}"] = await closed_loop(lambda: call(payload), concurrency, seconds)
-            results["batch32 c=16"] = await closed_loop(lambda: call(batch), 16, seconds, per_request=32)
+                results[f"send c={concurrency}"] = await closed_loop(lambda: call(payload), concurrency, seconds, pid=process.pid)
+            results["batch32 c=16"] = await closed_loop(lambda: call(batch), 16, seconds, per_request=32, pid=process.pid)
             stream = channel.unary_stream("/bench.Echo/Stream")
 
             async def receive_like():  # 34 responses of one message each, then a unary call (the ack)
                 async for _ in stream(payload):
                     pass
                 await call(payload)
-            results["receive+ack"] = await closed_loop(receive_like, consumers, seconds, per_request=32)
+            results["receive+ack"] = await closed_loop(receive_like, consumers, seconds, per_request=32, pid=process.pid)
         return results
     finally:
         process.kill()
@@ -201,12 +224,16 @@ async def bench_echo(seconds: float, consumers: int) -> dict:
 
 def report(title: str, broker: dict, echo: dict) -> None:
     print(f"\n== {title}")
-    print(f"{'case':<14}{'msg/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'echo msg/s':>12}{'broker/echo':>13}")
+    print(f"{'case':<14}{'msg/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'echo msg/s':>12}{'broker/echo':>13}"
+          f"{'cpu ms/1k':>11}{'echo cpu':>10}")
+    nan = float("nan")
     for case, figures in broker.items():
         base = echo.get(case)
         ratio = f"{figures['msg_s'] / base['msg_s']:.2f}" if base else "-"
-        print(f"{case:<14}{figures['msg_s']:>10.0f}{figures.get('p50_ms', float('nan')):>9.2f}"
-              f"{figures.get('p99_ms', float('nan')):>9.2f}{(base or {}).get('msg_s', float('nan')):>12.0f}{ratio:>13}")
+        print(f"{case:<14}{figures['msg_s']:>10.0f}{figures.get('p50_ms', nan):>9.2f}"
+              f"{figures.get('p99_ms', nan):>9.2f}{(base or {}).get('msg_s', nan):>12.0f}{ratio:>13}"
+              f"{figures.get('cpu_ms_1k', nan):>11.0f}{(base or {}).get('cpu_ms_1k', nan):>10.0f}")
+    print("cpu ms/1k: server process CPU (user + system) per 1000 messages; echo cpu: the echo server's")
 
 
 def main() -> int:
@@ -224,12 +251,12 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             if args.target == "fake":
                 server, endpoint = start_fake(topic)
-                stop = lambda: (server.kill(), server.wait())  # noqa: E731
+                stop, pid = (lambda: (server.kill(), server.wait())), server.pid  # noqa: E731
             else:
                 server, endpoint = start_container(topic, flush, Path(tmp))
-                stop = server.stop
+                stop, pid = server.stop, server.process.pid
             try:
-                figures = asyncio.run(bench_broker(endpoint, topic, args.seconds, args.e2e_count, args.consumers))
+                figures = asyncio.run(bench_broker(endpoint, topic, args.seconds, args.e2e_count, args.consumers, pid))
             finally:
                 stop()
         report(f"{flush} ({'fake broker: no disk' if args.target == 'fake' else 'container'})", figures, echo)

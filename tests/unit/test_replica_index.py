@@ -235,7 +235,7 @@ def entry_changed(piece: QueueSlice, which: int, **changes) -> bytes:
 
 @pytest.mark.parametrize("case, expected", [
     ("size", "does not describe"), ("commit", "does not describe"), ("queue_offset", "does not describe"),
-    ("topic", "names no record"), ("queue_id", "names no record"), ("missing", "unindexed record"),
+    ("topic", "does not describe"), ("queue_id", "does not describe"), ("missing", "unindexed record"),
     ("continuity", "starts at queue offset"), ("past_end", "runs past"),
 ])
 def test_an_index_that_does_not_describe_the_bytes_is_refused(case, expected):
@@ -275,10 +275,10 @@ def test_a_valid_record_no_entry_names_is_copied_unindexed():
     assert check_indexed_run(data, 0, SEGMENT, replace_slice(index, 1, entries=piece.entries[:-CQ_ENTRY_SIZE]), {}) is None
 
 
-def test_entries_that_name_no_record_of_theirs_are_refused():
+def test_entries_naming_another_queues_records_are_refused():
     data, index = build()
     other = index + (QueueSlice("other", 0, 0, index[0].entries),)  # another queue naming T/0's records
-    assert "names no record" in check_indexed_run(data, 0, SEGMENT, other, {})
+    assert "does not describe" in check_indexed_run(data, 0, SEGMENT, other, {})
     twice = index + (index[0],)
     assert "comes twice" in check_indexed_run(data, 0, SEGMENT, twice, {})
 
@@ -334,3 +334,17 @@ def test_append_raw_refuses_a_bad_index_and_writes_nothing(tmp_path):
         assert queue_files(slave) == queue_files(master)
     finally:
         master.shutdown(), slave.shutdown()
+
+
+def test_an_entry_naming_a_record_hidden_inside_another_is_refused():
+    """A body can hold bytes that look like a whole record; an entry naming them overlaps."""
+    placeholder = b"\xab" * 400
+    outer = record.encode_record(MessageDraft("T", 0, placeholder, 7, "h:1", {}, {}), 0, 0, 9)
+    body_at = outer.index(placeholder)
+    inner = record.encode_record(MessageDraft("T", 1, b"x", 7, "h:1", {}, {}), 0, body_at, 9)
+    outer = record.encode_record(MessageDraft("T", 0, inner + placeholder[len(inner):], 7, "h:1", {}, {}), 0, 0, 9)
+    assert outer.index(inner) == body_at
+    index = (QueueSlice("T", 0, 0, encode_entry(0, len(outer), 0)),
+             QueueSlice("T", 1, 0, encode_entry(body_at, len(inner), 0)))
+    assert "overlaps" in check_indexed_run(outer, 0, SEGMENT, index, {})
+    assert check_indexed_run(outer, 0, SEGMENT, index[:1], {}) is None

@@ -121,16 +121,17 @@ def _take(queue: ConsumeQueue, queue_offset: int, cutoff: int) -> tuple[bytes, i
     while at < queue.max_offset:
         count = min(queue.max_offset - at, _READ_ENTRIES)
         chunk = queue.files.read(at * CQ_ENTRY_SIZE, count * CQ_ENTRY_SIZE)
-        if len(chunk) < CQ_ENTRY_SIZE:
+        whole = len(chunk) // CQ_ENTRY_SIZE
+        if not whole:
             break
-        taken = 0
-        for commit_offset, size, _ in ENTRY.iter_unpack(memoryview(chunk)[:len(chunk) - len(chunk) % CQ_ENTRY_SIZE]):
-            if size > 0 and commit_offset >= cutoff:
-                parts.append(chunk[:taken * CQ_ENTRY_SIZE])
-                return b"".join(parts), at + taken, commit_offset
-            taken += 1
-        parts.append(chunk[:taken * CQ_ENTRY_SIZE])
-        at += taken
+        entries = np.frombuffer(chunk, dtype=_ENTRY_DTYPE, count=whole)
+        beyond = (entries["size"] > 0) & (entries["commit_offset"] >= cutoff)
+        if beyond.any():
+            taken = int(np.argmax(beyond))
+            parts.append(chunk[:taken * CQ_ENTRY_SIZE])
+            return b"".join(parts), at + taken, int(entries["commit_offset"][taken])
+        parts.append(chunk[:whole * CQ_ENTRY_SIZE])
+        at += whole
     return b"".join(parts), at, None
 
 

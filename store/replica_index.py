@@ -156,16 +156,9 @@ def check_indexed_run(data: bytes, offset: int, segment_size: int, index: tuple[
     between them (BLANKs, messages no queue indexes) is walked and checked in full.
     """
     length = len(data)
-    seen: set[tuple[str, int]] = set()
-    for piece in index:
-        key = (piece.topic, piece.queue_id)
-        if key in seen:
-            return f"index of {piece.topic}/{piece.queue_id} comes twice in one batch"
-        seen.add(key)
-        expected = next_offsets.get(key)
-        if expected is not None and piece.first_queue_offset != expected:
-            return (f"index of {piece.topic}/{piece.queue_id} starts at queue offset {piece.first_queue_offset}, "
-                    f"the slave's queue ends at {expected}")
+    reason = _check_slices(index, next_offsets)
+    if reason is not None:
+        return reason
     entries = np.frombuffer(b"".join(piece.entries for piece in index), dtype=_ENTRY_DTYPE)
     named = entries["size"] > 0  # a hole is written as it is and names no record
     if not named.any():
@@ -211,9 +204,29 @@ def check_indexed_run(data: bytes, offset: int, segment_size: int, index: tuple[
         where = int(np.argmax(starts[1:] < ends[:-1])) + 1
         return _entry_problem(index, number, queue_offset, commit, size, int(order[where]),
                               "overlaps the record before it")
+    return _check_gaps(data, starts, ends, offset, segment_size)
+
+
+def _check_slices(index: tuple[QueueSlice, ...], next_offsets: dict[tuple[str, int], int]) -> str | None:
+    """Each queue at most once, starting where the slave's copy of it ends."""
+    seen: set[tuple[str, int]] = set()
+    for piece in index:
+        key = (piece.topic, piece.queue_id)
+        if key in seen:
+            return f"index of {piece.topic}/{piece.queue_id} comes twice in one batch"
+        seen.add(key)
+        expected = next_offsets.get(key)
+        if expected is not None and piece.first_queue_offset != expected:
+            return (f"index of {piece.topic}/{piece.queue_id} starts at queue offset {piece.first_queue_offset}, "
+                    f"the slave's queue ends at {expected}")
+    return None
+
+
+def _check_gaps(data: bytes, starts, ends, offset: int, segment_size: int) -> str | None:
+    """The stretches between named records (sorted ``starts``/``ends``) hold only unindexed records."""
     gaps = np.flatnonzero(starts[1:] != ends[:-1])
     for low, high in [(0, int(starts[0]))] + [(int(ends[g]), int(starts[g + 1])) for g in gaps] \
-            + [(int(ends[-1]), length)]:
+            + [(int(ends[-1]), len(data))]:
         if low < high:
             reason = _walk_unindexed(data, low, high, offset, segment_size)
             if reason is not None:

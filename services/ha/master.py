@@ -263,29 +263,48 @@ class ReplicationMaster:
         stream.wake.set()
 
     async def _send_loop(self, context, stream: SlaveStream) -> None:
+        """Batches to the slave; the next one is read, indexed and encoded while the last one is
+        written (at most one write in flight, as grpc allows)."""
+        writing: asyncio.Future | None = None
+        try:
+            while not stream.closed:
+                frame = await self._next_frame(stream)
+                if frame is None:
+                    continue
+                if writing is not None:
+                    await writing
+                writing = asyncio.ensure_future(context.write(frame))
+            if writing is not None and not stream.closed:
+                await writing
+        finally:
+            if writing is not None and not writing.done():
+                writing.cancel()
+                await asyncio.gather(writing, return_exceptions=True)
+
+    async def _next_frame(self, stream: SlaveStream):
+        """The next batch's frame, or None after waiting for news (a write, an ack, a poll)."""
         session = stream.session
-        while not stream.closed:
-            stream.wake.clear()
-            view = self.view()
-            plan = session.next_batch(view, self.clock.now_ms())
-            if isinstance(plan, MasterCloseReason):
-                self._close(stream, plan.value)
-                return
-            if plan is None:
-                # a timer that sets the event, not asyncio.timeout: on 3.11 a cancellation that
-                # lands as the timeout fires becomes a TimeoutError, which this loop would swallow
-                poll = asyncio.get_running_loop().call_later(IDLE_POLL_S, stream.wake.set)
-                try:
-                    await stream.wake.wait()
-                finally:
-                    poll.cancel()
-                continue
-            payload = self.store.read_raw(plan.start_offset, plan.max_bytes) if plan.max_bytes else b""
-            index = self.store.replication_index(stream.cursor, plan.start_offset,
-                                                 plan.start_offset + len(payload)) if payload else ()
-            batch = session.sent(plan, payload, view.confirm_offset, self.clock.now_ms(), index)
-            self.tracker.on_transfer(stream.slave_id, view.max_offset, self.clock.now_ms())
-            await context.write(batch_to_proto(batch))
+        stream.wake.clear()
+        view = self.view()
+        plan = session.next_batch(view, self.clock.now_ms())
+        if isinstance(plan, MasterCloseReason):
+            self._close(stream, plan.value)
+            return None
+        if plan is None:
+            # a timer that sets the event, not asyncio.timeout: on 3.11 a cancellation that
+            # lands as the timeout fires becomes a TimeoutError, which this loop would swallow
+            poll = asyncio.get_running_loop().call_later(IDLE_POLL_S, stream.wake.set)
+            try:
+                await stream.wake.wait()
+            finally:
+                poll.cancel()
+            return None
+        payload = self.store.read_raw(plan.start_offset, plan.max_bytes) if plan.max_bytes else b""
+        index = self.store.replication_index(stream.cursor, plan.start_offset,
+                                             plan.start_offset + len(payload)) if payload else ()
+        batch = session.sent(plan, payload, view.confirm_offset, self.clock.now_ms(), index)
+        self.tracker.on_transfer(stream.slave_id, view.max_offset, self.clock.now_ms())
+        return batch_to_proto(batch)
 
     # --- status ----------------------------------------------------------------------------------
     def status(self) -> dict:

@@ -31,7 +31,7 @@ import grpc
 from ha.replication.config import BrokerRole, HaConfig
 from ha.replication.master import MasterCloseReason, MasterLogView, MasterSession, MasterSettings
 from ha.replication.messages import SlaveAck, SlaveHandshake
-from ha.replication.quorum import AckWaits, PendingAck, QuorumRejection, WaitForAcks, decide_quorum_mode
+from ha.replication.quorum import AckNow, AckWaits, PendingAck, QuorumRejection, WaitForAcks, decide_quorum_mode
 from ha.replication.sync_state import SyncStateTracker
 from metadata.status import Code, RequestRejected
 from scheduler.clock import Clock
@@ -43,6 +43,7 @@ from store.replica_index import IndexCursor
 log = logging.getLogger(__name__)
 MASTER_ID = 0
 IDLE_POLL_S = 0.2
+ACK_NOW = AckNow()
 NON_CONTROLLER_EPOCH = 1   # without a controller the master never changes: one epoch
 
 
@@ -100,6 +101,8 @@ class ReplicationMaster:
 
     # --- SYNC_MASTER -----------------------------------------------------------------------------
     def _decide(self):
+        if self.config.broker_role is not BrokerRole.SYNC_MASTER:
+            return ACK_NOW  # an ASYNC_MASTER never waits: skip counting streams on every send
         connected = sum(1 for s in self.streams.values() if not s.closed)
         in_sync = self.tracker.in_sync_slaves(self.store.commit_log_max_offset, self.config.ha_max_gap_not_in_sync)
         return decide_quorum_mode(self.config, 1 + connected, in_sync)

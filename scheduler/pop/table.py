@@ -19,7 +19,7 @@ from enum import Enum
 from typing import Any, Iterator, Sequence
 
 from scheduler.pop.receipt import ReceiptHandle
-from scheduler.pop.records import AckRecord, ChangeRecord, InFlight, PopRecord, QueueKey, Record
+from scheduler.pop.records import ChangeRecord, InFlight, PopRecord, QueueKey, Record
 
 
 class HandleCheck(str, Enum):

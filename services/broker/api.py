@@ -10,9 +10,9 @@ Times are milliseconds.  ``deadline_ms`` values are on the broker's monotonic cl
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
-from typing import Mapping, Protocol, Sequence
+from typing import Protocol, Sequence
 
 from metadata.message import MessageDraft, MessageType, StoredMessage
 from metadata.status import RequestRejected

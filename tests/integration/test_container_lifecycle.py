@@ -1,7 +1,6 @@
 """The container as an operator meets it: start, health, SIGTERM, restart, bad configs."""
 from __future__ import annotations
 
-import json
 import socket
 import subprocess
 import sys

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from ha.epochs import EpochHistory
 from ha.replication.master import MasterCloseReason, MasterLogView, MasterSession, MasterSettings
-from ha.replication.messages import MasterHandshake, QueueSlice, SlaveAck, SlaveHandshake, TransferBatch
-from ha.replication.slave import SlaveOutput, SlaveSession, SlaveSettings, SlaveState
+from ha.replication.messages import MasterHandshake, QueueSlice, SlaveHandshake, TransferBatch
+from ha.replication.slave import SlaveOutput, SlaveSession, SlaveState
 from ha.replication.sync_state import SyncStateTracker
 from ha.replication.transfer import BatchPlan
 

@@ -5,14 +5,13 @@ import asyncio
 import json
 
 import grpc
-import pytest
 from hypothesis import given, settings, strategies as st
 
 from metadata.consumer_offsets import ConsumerOffsetTable, loads as load_offsets
 from metadata.data_version import DataVersion
 from metadata.status import Code, RequestRejected
 from metadata.subscription_group import SubscriptionGroupTable
-from metadata.topic_config import TopicConfig, TopicTable
+from metadata.topic_config import TopicTable
 from proto import admin_pb2 as pb
 from services.admin.container_api import AddBrokerError, BrokerNotExistError
 from services.admin.service import BrokerAdminServicer

@@ -1,7 +1,6 @@
 """The committed generated code of our protos is what ``proto.generate`` produces now."""
 from __future__ import annotations
 
-from pathlib import Path
 
 from proto.generate import PROTO_DIR, generate
 

@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 IGNORED_ROCKETMQ_KEYS = frozenset({
     "rocketmqHome", "deleteWhen", "brokerIP1", "brokerIP2", "namesrvAddr", "storePathCommitLog",
-    "storePathConsumeQueue", "storePathIndex", "storeCheckpoint", "abortFile", "haListenPort",
+    "storePathConsumeQueue", "storePathIndex", "storeCheckpoint", "abortFile",
     "sendMessageThreadPoolNums", "pullMessageThreadPoolNums", "useReentrantLockWhenPutMessage",
     "waitTimeMillsInSendQueue", "fetchNamesrvAddrByAddressServer", "aclEnable", "traceTopicEnable",
     "autoCreateSubscriptionGroup", "messageDelayLevel", "clusterTopicEnable", "brokerTopicEnable",
@@ -43,6 +43,8 @@ class ContainerConfig:
     grpc_server_port: int = config_field("grpcServerPort", 8081, minimum=0, maximum=65535, doc="client gRPC endpoint (RocketMQ 5 protocol)")
     grpc_bind_address: str = config_field("grpcBindAddress", "", doc="address the client endpoint binds; empty: brokerContainerIP")
     listen_port: int = config_field("listenPort", 10911, minimum=0, maximum=65535, doc="internal admin endpoint")
+    ha_listen_port: int = config_field("haListenPort", 10912, minimum=0, maximum=65535,
+                                       doc="replication port slaves of this container's masters connect to (0: any free port)")
     admin_bind_address: str = config_field("adminBindAddress", "127.0.0.1", doc="admin and internal RPCs stay on loopback unless set")
     namesrv_addr: str = config_field("namesrvAddr", "127.0.0.1:9876", doc="nameservers, ';'-separated host:port")
     start_embedded_namesrv: bool = config_field("startEmbeddedNamesrv", True, doc="run a nameserver inside this process")

@@ -32,7 +32,7 @@ from scheduler.periodic import PeriodicTasks
 from services.metrics import CONSUMER_LAG, REGISTRY, STORE_SIZE
 from services.ha.master import ReplicationMaster
 from services.ha.converters import MAX_FRAME_BYTES
-from services.ha.service import add_ha_service
+from services.ha.service import HaListener, add_ha_service
 from services.messaging.config import MessagingConfig
 from services.messaging.server import add_messaging_services, server_options
 
@@ -55,6 +55,7 @@ class BrokerContainer:
         self._nameserver = None
         self._client_server: grpc.aio.Server | None = None
         self._internal_server: grpc.aio.Server | None = None
+        self._ha_listener = HaListener(self.replication_master)
         self._health = health.aio.HealthServicer() if hasattr(health, "aio") else health.HealthServicer()
         self.registration: Registration | None = None
         self.ports: dict[str, int] = {}
@@ -63,7 +64,8 @@ class BrokerContainer:
 
     def _ports(self) -> list[tuple[str, str, int]]:
         c = self.config
-        ports = [("grpcServerPort", c.client_bind_host, c.grpc_server_port), ("listenPort", c.admin_bind_address, c.listen_port)]
+        ports = [("grpcServerPort", c.client_bind_host, c.grpc_server_port), ("listenPort", c.admin_bind_address, c.listen_port),
+                 ("haListenPort", c.admin_bind_address, c.ha_listen_port)]
         if c.metrics_port:
             ports.append(("metricsPromExporterPort", c.metrics_host, c.metrics_port))
         if c.start_embedded_namesrv:
@@ -111,11 +113,17 @@ class BrokerContainer:
 
         add_admin_service(self._internal_server, ContainerAdmin(self), on_topics_changed=self._topics_changed,
                           load_config=lambda path: load_config_file(Path(path)))
-        add_ha_service(self._internal_server, self.replication_master)
+        add_ha_service(self._internal_server, self.replication_master, lambda: self._ha_listener.port)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._internal_server)
         self.ports["admin"] = self._bind(self._internal_server, "listenPort", self.config.admin_bind_address, self.config.listen_port)
+        try:
+            self.ports["ha"] = self._ha_listener.bind(self.config.admin_bind_address, self.config.ha_listen_port)
+        except OSError as exc:
+            raise ConfigError(self.where, "haListenPort", f"cannot listen on {self.config.admin_bind_address}:"
+                                                          f"{self.config.ha_listen_port} ({exc})") from None
         await self._client_server.start()
         await self._internal_server.start()
+        self._ha_listener.start()
         await self._set_health(health_pb2.HealthCheckResponse.SERVING)
 
     def _bind(self, server: grpc.aio.Server, key: str, host: str, port: int) -> int:
@@ -142,6 +150,7 @@ class BrokerContainer:
             await self.registration.unregister_all()
         for key in list(self.hosted):
             await close_broker(self.hosted.pop(key))
+        await self._ha_listener.stop()
         if self._internal_server is not None:
             await self._internal_server.stop(0.5)
         if self._nameserver is not None:

@@ -7,14 +7,16 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class SlaveHandshake(_message.Message):
-    __slots__ = ("slave_id", "sync_from_last_file", "async_learner")
+    __slots__ = ("slave_id", "sync_from_last_file", "async_learner", "broker_name")
     SLAVE_ID_FIELD_NUMBER: _ClassVar[int]
     SYNC_FROM_LAST_FILE_FIELD_NUMBER: _ClassVar[int]
     ASYNC_LEARNER_FIELD_NUMBER: _ClassVar[int]
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
     slave_id: int
     sync_from_last_file: bool
     async_learner: bool
-    def __init__(self, slave_id: _Optional[int] = ..., sync_from_last_file: _Optional[bool] = ..., async_learner: _Optional[bool] = ...) -> None: ...
+    broker_name: str
+    def __init__(self, slave_id: _Optional[int] = ..., sync_from_last_file: _Optional[bool] = ..., async_learner: _Optional[bool] = ..., broker_name: _Optional[str] = ...) -> None: ...
 
 class SlaveAck(_message.Message):
     __slots__ = ("max_offset",)
@@ -63,27 +65,45 @@ class QueueEntries(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., first_queue_offset: _Optional[int] = ..., entries: _Optional[bytes] = ...) -> None: ...
 
 class TransferBatch(_message.Message):
-    __slots__ = ("start_offset", "epoch", "epoch_start_offset", "confirm_offset", "payload", "crc", "index")
+    __slots__ = ("start_offset", "epoch", "epoch_start_offset", "confirm_offset", "crc", "index")
     START_OFFSET_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     EPOCH_START_OFFSET_FIELD_NUMBER: _ClassVar[int]
     CONFIRM_OFFSET_FIELD_NUMBER: _ClassVar[int]
-    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     CRC_FIELD_NUMBER: _ClassVar[int]
     INDEX_FIELD_NUMBER: _ClassVar[int]
     start_offset: int
     epoch: int
     epoch_start_offset: int
     confirm_offset: int
-    payload: bytes
     crc: int
     index: _containers.RepeatedCompositeFieldContainer[QueueEntries]
-    def __init__(self, start_offset: _Optional[int] = ..., epoch: _Optional[int] = ..., epoch_start_offset: _Optional[int] = ..., confirm_offset: _Optional[int] = ..., payload: _Optional[bytes] = ..., crc: _Optional[int] = ..., index: _Optional[_Iterable[_Union[QueueEntries, _Mapping]]] = ...) -> None: ...
+    def __init__(self, start_offset: _Optional[int] = ..., epoch: _Optional[int] = ..., epoch_start_offset: _Optional[int] = ..., confirm_offset: _Optional[int] = ..., crc: _Optional[int] = ..., index: _Optional[_Iterable[_Union[QueueEntries, _Mapping]]] = ...) -> None: ...
+
+class Refusal(_message.Message):
+    __slots__ = ("reason",)
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    reason: str
+    def __init__(self, reason: _Optional[str] = ...) -> None: ...
 
 class MasterFrame(_message.Message):
-    __slots__ = ("handshake", "batch")
+    __slots__ = ("handshake", "batch", "refusal")
     HANDSHAKE_FIELD_NUMBER: _ClassVar[int]
     BATCH_FIELD_NUMBER: _ClassVar[int]
+    REFUSAL_FIELD_NUMBER: _ClassVar[int]
     handshake: MasterHandshake
     batch: TransferBatch
-    def __init__(self, handshake: _Optional[_Union[MasterHandshake, _Mapping]] = ..., batch: _Optional[_Union[TransferBatch, _Mapping]] = ...) -> None: ...
+    refusal: Refusal
+    def __init__(self, handshake: _Optional[_Union[MasterHandshake, _Mapping]] = ..., batch: _Optional[_Union[TransferBatch, _Mapping]] = ..., refusal: _Optional[_Union[Refusal, _Mapping]] = ...) -> None: ...
+
+class LocateRequest(_message.Message):
+    __slots__ = ("broker_name",)
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    def __init__(self, broker_name: _Optional[str] = ...) -> None: ...
+
+class LocateResponse(_message.Message):
+    __slots__ = ("ha_port",)
+    HA_PORT_FIELD_NUMBER: _ClassVar[int]
+    ha_port: int
+    def __init__(self, ha_port: _Optional[int] = ...) -> None: ...

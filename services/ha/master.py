@@ -26,8 +26,6 @@ import logging
 from dataclasses import dataclass, field
 from typing import Callable
 
-import grpc
-
 from ha.replication.config import BrokerRole, HaConfig
 from ha.replication.master import MasterCloseReason, MasterLogView, MasterSession, MasterSettings
 from ha.replication.messages import SlaveAck, SlaveHandshake
@@ -35,8 +33,8 @@ from ha.replication.quorum import AckNow, AckWaits, PendingAck, QuorumRejection,
 from ha.replication.sync_state import SyncStateTracker
 from metadata.status import Code, RequestRejected
 from scheduler.clock import Clock
-from services.ha.converters import (batch_to_proto, master_handshake_to_proto, queue_offset_total,
-                                    slave_frame_from_proto)
+from services.ha.converters import batch_to_proto, decode_slave_frame, master_handshake_to_proto, queue_offset_total
+from services.ha.wire import Link, WireError
 from store.config import FlushDiskType
 from store.replica_index import IndexCursor
 
@@ -52,6 +50,7 @@ class SlaveStream:
     slave_id: int
     address: str
     session: MasterSession
+    link: Link
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     cursor: IndexCursor = field(default_factory=IndexCursor)  # the consume-queue entries shipped so far
     closed: bool = False
@@ -193,27 +192,23 @@ class ReplicationMaster:
         self._resolve_waits()
 
     # --- one slave stream ------------------------------------------------------------------------
-    async def serve(self, context: grpc.aio.ServicerContext) -> None:
+    async def serve(self, link: Link, handshake: SlaveHandshake) -> None:
+        """One slave's connection, from its handshake until either side ends it."""
         session = MasterSession(self.settings, self.clock.now_ms())
-        handshake = await self._read_handshake(context)
         reply = session.on_handshake(handshake, self.view(), self.clock.now_ms())
         assert not isinstance(reply, MasterCloseReason), reply
-        await context.write(master_handshake_to_proto(reply))
-        stream = SlaveStream(handshake.slave_id, context.peer(), session)
+        await link.send(master_handshake_to_proto(reply).SerializeToString())
+        stream = SlaveStream(handshake.slave_id, link.peer, session, link)
         old = self.streams.get(handshake.slave_id)
         if old is not None:
-            old.closed, old.close_reason = True, "REPLACED"
-            old.wake.set()
+            self._close(old, "REPLACED")
         self.streams[handshake.slave_id] = stream
         self.tracker.slave_connected(handshake.slave_id, handshake.async_learner)
         log.info("%s: slave %d connected from %s", self.name, handshake.slave_id, stream.address)
-        # the RPC's own end (slave cancelled, connection gone) closes the stream even when no
-        # read or write is pending to notice it
-        context.add_done_callback(lambda _: self._close(stream, "RPC_DONE"))
-        reader = asyncio.create_task(self._read_acks(context, stream))
+        reader = asyncio.create_task(self._read_acks(link, stream))
         try:
-            await self._send_loop(context, stream)
-        except (grpc.aio.AioRpcError, asyncio.InvalidStateError, RuntimeError) as failure:
+            await self._send_loop(link, stream)
+        except OSError as failure:
             self._close(stream, f"WRITE_FAILED: {failure}")
         finally:
             self._close(stream, "ENDED")
@@ -221,53 +216,42 @@ class ReplicationMaster:
             reader.cancel()
             await asyncio.gather(reader, return_exceptions=True)
 
-    async def _read_handshake(self, context) -> SlaveHandshake:
-        try:
-            async with asyncio.timeout(self.config.ha_housekeeping_interval_ms / 1000):
-                frame = await context.read()
-        except TimeoutError:
-            await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "HANDSHAKE_TIMEOUT: no slave handshake")
-        message = None if frame is grpc.aio.EOF else slave_frame_from_proto(frame)
-        if not isinstance(message, SlaveHandshake):
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                                "BAD_HANDSHAKE: the first frame must be a slave handshake with slave_id > 0")
-        return message
-
     def _stream_ended(self, stream: SlaveStream) -> None:
         log.info("%s: slave %d stream ended (%s)", self.name, stream.slave_id, stream.close_reason or "closed")
         if self.streams.get(stream.slave_id) is stream:
             del self.streams[stream.slave_id]
             self.tracker.slave_disconnected(stream.slave_id)  # the set keeps it (frozen) until housekeeping
 
-    async def _read_acks(self, context, stream: SlaveStream) -> None:
+    async def _read_acks(self, link: Link, stream: SlaveStream) -> None:
         try:
             while not stream.closed:
-                frame = await context.read()
-                if frame is grpc.aio.EOF:
+                got = await link.receive()
+                if got is None:
                     self._close(stream, "SLAVE_CLOSED")
                     return
-                message = slave_frame_from_proto(frame)
-                if not isinstance(message, SlaveAck):
+                decoded = decode_slave_frame(*got)
+                if decoded is None or not isinstance(decoded[1], SlaveAck):
                     self._close(stream, "BAD_FRAME")
                     return
-                result = stream.session.on_ack(message, self.view(), self.clock.now_ms())
+                result = stream.session.on_ack(decoded[1], self.view(), self.clock.now_ms())
                 if isinstance(result, MasterCloseReason):
                     self._close(stream, result.value)
                     return
                 if result is not None:
                     self._on_ack(stream.slave_id, result)
                 stream.wake.set()
-        except (grpc.aio.AioRpcError, asyncio.InvalidStateError) as failure:
+        except (OSError, WireError) as failure:
             self._close(stream, f"READ_FAILED: {failure}")
 
     def _close(self, stream: SlaveStream, reason: str) -> None:
         stream.closed = True
         stream.close_reason = stream.close_reason or reason
         stream.wake.set()
+        stream.link.shutdown()  # wakes a send or receive blocked on the socket
 
-    async def _send_loop(self, context, stream: SlaveStream) -> None:
+    async def _send_loop(self, link: Link, stream: SlaveStream) -> None:
         """Batches to the slave; the next one is read, indexed and encoded while the last one is
-        written (at most one write in flight, as grpc allows)."""
+        sent (at most one send in flight)."""
         writing: asyncio.Future | None = None
         try:
             while not stream.closed:
@@ -276,7 +260,7 @@ class ReplicationMaster:
                     continue
                 if writing is not None:
                     await writing
-                writing = asyncio.ensure_future(context.write(frame))
+                writing = asyncio.ensure_future(link.send(*frame))
             if writing is not None and not stream.closed:
                 await writing
         finally:
@@ -284,8 +268,8 @@ class ReplicationMaster:
                 writing.cancel()
                 await asyncio.gather(writing, return_exceptions=True)
 
-    async def _next_frame(self, stream: SlaveStream):
-        """The next batch's frame, or None after waiting for news (a write, an ack, a poll)."""
+    async def _next_frame(self, stream: SlaveStream) -> tuple[bytes, bytes] | None:
+        """The next batch's (header, payload), or None after waiting for news (a write, an ack, a poll)."""
         session = stream.session
         stream.wake.clear()
         view = self.view()
@@ -307,7 +291,7 @@ class ReplicationMaster:
                                              plan.start_offset + len(payload)) if payload else ()
         batch = session.sent(plan, payload, view.confirm_offset, self.clock.now_ms(), index)
         self.tracker.on_transfer(stream.slave_id, view.max_offset, self.clock.now_ms())
-        return batch_to_proto(batch)
+        return batch_to_proto(batch).SerializeToString(), payload
 
     # --- status ----------------------------------------------------------------------------------
     def status(self) -> dict:

@@ -2,9 +2,14 @@
 
 Rules:
 
-* The master's address is asked for on every (re)connection: ``haMasterAddress`` when
-  configured, else the one the nameserver returns to the slave's registration.  A failed or closed
-  stream is retried after ``haConnectRetryInterval``; every close is logged with its reason.
+* The master container's internal address is asked for on every (re)connection:
+  ``haMasterAddress`` when configured, else the one the nameserver returns to the slave's
+  registration.  ``HaService.Locate`` there names the container's replication port
+  (``haListenPort``), and the slave connects to it (framing in services/ha/wire.py).  A failed
+  or closed connection is retried after ``haConnectRetryInterval``; every close is logged
+  with its reason (a master's refusal with the master's words).
+* Frames are received one ahead: batch N+1 arrives (the link's thread) while batch N is
+  checked and written.
 * Each output of :class:`ha.replication.slave.SlaveSession` is carried out in its order:
   truncate (physical, fsynced, consume queues repaired), persist the epoch history
   (fsynced), append the payload, set the confirm offset, then send.  An empty slave whose
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from typing import Awaitable, Callable
 
 import grpc
@@ -25,23 +31,17 @@ import grpc
 from ha.replication.config import HaConfig
 from ha.replication.messages import MasterHandshake, SlaveAck, SlaveHandshake
 from ha.replication.slave import CloseReason, SlaveOutput, SlaveSession, SlaveSettings, SlaveState
+from proto import ha_pb2 as pb
 from proto import ha_pb2_grpc as pb_grpc
 from scheduler.clock import Clock
-from services.ha.converters import (BROKER_METADATA_KEY, MAX_FRAME_BYTES, master_frame_from_proto,
-                                    queue_offset_total, slave_frame_to_proto)
+from services.ha.converters import Refused, decode_master_frame, queue_offset_total, slave_frame_to_proto
+from services.ha.wire import Link, WireError
 from store.config import FlushDiskType
 from store.errors import StoreError
 
 log = logging.getLogger(__name__)
 TICK_S = 1.0
-# lookahead: the HTTP/2 window the slave grants the master's stream.  With grpc's default the
-# master waited for the slave to read each 1 MiB batch before it could send the next, so
-# master and slave took turns; 16 MiB lets the master read and send while the slave checks
-# and writes (1 GiB catch-up here: 9.7 s -> 4.1 s).
-CHANNEL_OPTIONS = [("grpc.max_receive_message_length", MAX_FRAME_BYTES),
-                   ("grpc.max_send_message_length", MAX_FRAME_BYTES),
-                   ("grpc.initial_reconnect_backoff_ms", 100), ("grpc.max_reconnect_backoff_ms", 1000),
-                   ("grpc.http2.lookahead_bytes", 16 * 1024 * 1024)]
+CONNECT_TIMEOUT_S = 5.0
 
 
 class ReplicationSlave:
@@ -58,6 +58,7 @@ class ReplicationSlave:
         self.acked_offset = 0
         self._ack_target = 0
         self._ack_wanted = asyncio.Event()
+        self._refused = ""
         self._task: asyncio.Task | None = None
         store.read_limit = lambda: store.confirm_offset
 
@@ -78,7 +79,9 @@ class ReplicationSlave:
                 try:
                     await self._replicate(address)
                 except grpc.aio.AioRpcError as failure:
-                    self._closed(f"RPC_FAILED: {failure.code().name} {failure.details()}")
+                    self._closed(f"LOCATE_FAILED: {failure.code().name} {failure.details()}")
+                except (OSError, WireError) as failure:
+                    self._closed(f"CONNECTION_FAILED: {failure}")
                 except StoreError as failure:
                     self._closed(f"STORE_FAILED: {failure}")
             await asyncio.sleep(self.retry_interval_ms / 1000)
@@ -90,54 +93,79 @@ class ReplicationSlave:
         self.last_close = reason
         self.connected_to = ""
 
-    # --- one stream ------------------------------------------------------------------------------
+    # --- one connection -------------------------------------------------------------------------
     async def _replicate(self, address: str) -> None:
+        host, port = await self._locate(address)
+        loop = asyncio.get_running_loop()
+        sock = await loop.run_in_executor(None, socket.create_connection, (host, port), CONNECT_TIMEOUT_S)
+        link = Link(sock)
         store = self.store
         session = SlaveSession(self.settings, store.epochs.history, store.commit_log_min_offset,
                                store.commit_log_max_offset, store.confirm_offset)
         self.session = session
-        async with grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS) as channel:
-            call = pb_grpc.HaServiceStub(channel).Replicate(metadata=((BROKER_METADATA_KEY, self.name),))
-            self.connected_to = address
-            self._ack_target = 0
-            acks = asyncio.create_task(self._send_acks(call))
-            ticker = asyncio.create_task(self._tick(session, call))
-            try:
-                await self._write(call, session.connected(self.clock.now_ms()))
-                await self._receive(call, session)
-            finally:
-                for task in (acks, ticker):
-                    task.cancel()
-                await asyncio.gather(acks, ticker, return_exceptions=True)
-                call.cancel()
-                if session.state is not SlaveState.READY:
-                    session.connection_lost()
-                self._closed((session.last_close or CloseReason.CONNECTION_LOST).value)
-
-    async def _receive(self, call, session: SlaveSession) -> None:
-        while True:
-            frame = await call.read()
-            if frame is grpc.aio.EOF:
+        self.connected_to = f"{host}:{port}"
+        self._ack_target = 0
+        acks = asyncio.create_task(self._send_acks(link))
+        ticker = asyncio.create_task(self._tick(session, link))
+        try:
+            await link.send_preamble()
+            await self._write(link, session.connected(self.clock.now_ms()))
+            await self._receive(link, session)
+        finally:
+            for task in (acks, ticker):
+                task.cancel()
+            await asyncio.gather(acks, ticker, return_exceptions=True)
+            await link.aclose()
+            if session.state is not SlaveState.READY:
                 session.connection_lost()
-                return
-            message = master_frame_from_proto(frame)
-            now = self.clock.now_ms()
-            if message is None:
-                out = session.connection_lost(CloseReason.BAD_BATCH)
-            elif isinstance(message, MasterHandshake):
-                was_empty = self.store.commit_log_max_offset == self.store.commit_log_min_offset
-                out = session.on_master_handshake(message, now)
-                if out.closed is None and was_empty and session.max_offset != self.store.commit_log_max_offset:
-                    log.info("%s-%d: empty log starts at the master's offset %d", self.name, self.slave_id,
-                             session.max_offset)
-                    self.store.start_empty_at(session.max_offset)
-            else:
-                out = session.on_batch(message, now)
-            await self._carry_out(out, call)
-            if out.closed is not None:
-                return
+            self._closed(self._refused or (session.last_close or CloseReason.CONNECTION_LOST).value)
 
-    async def _carry_out(self, out: SlaveOutput, call) -> None:
+    async def _locate(self, address: str) -> tuple[str, int]:
+        """The master container's replication port for this group (HaService.Locate)."""
+        async with grpc.aio.insecure_channel(address) as channel:
+            reply = await pb_grpc.HaServiceStub(channel).Locate(pb.LocateRequest(broker_name=self.name),
+                                                                timeout=CONNECT_TIMEOUT_S)
+        if not 0 < reply.ha_port < 65536:
+            raise WireError(f"Locate answered port {reply.ha_port}")
+        return address.rsplit(":", 1)[0], reply.ha_port
+
+    async def _receive(self, link: Link, session: SlaveSession) -> None:
+        """Frames in order; the next one is received (by the link's thread) while this one is
+        checked and written."""
+        self._refused = ""
+        pending = asyncio.ensure_future(link.receive())
+        try:
+            while True:
+                got = await pending
+                if got is None:
+                    session.connection_lost()
+                    return
+                pending = asyncio.ensure_future(link.receive())
+                out = self._on_frame(decode_master_frame(*got), session)
+                await self._carry_out(out, link)
+                if out.closed is not None:
+                    return
+        finally:
+            pending.cancel()
+
+    def _on_frame(self, message, session: SlaveSession) -> SlaveOutput:
+        now = self.clock.now_ms()
+        if message is None:
+            return session.connection_lost(CloseReason.BAD_BATCH)
+        if isinstance(message, Refused):
+            self._refused = f"REFUSED: {message.reason}"
+            return session.connection_lost()
+        if isinstance(message, MasterHandshake):
+            was_empty = self.store.commit_log_max_offset == self.store.commit_log_min_offset
+            out = session.on_master_handshake(message, now)
+            if out.closed is None and was_empty and session.max_offset != self.store.commit_log_max_offset:
+                log.info("%s-%d: empty log starts at the master's offset %d", self.name, self.slave_id,
+                         session.max_offset)
+                self.store.start_empty_at(session.max_offset)
+            return out
+        return session.on_batch(message, now)
+
+    async def _carry_out(self, out: SlaveOutput, link: Link) -> None:
         store = self.store
         if out.truncate_to is not None:
             log.warning("%s-%d: truncating the commit log from %d to %d (consistent point with the master)",
@@ -149,17 +177,17 @@ class ReplicationSlave:
             store.append_raw(out.append.start_offset, out.append.payload, out.append.index)
         if out.confirm_offset is not None:
             store.set_confirm_offset(out.confirm_offset)
-        await self._write(call, out)
+        await self._write(link, out)
 
-    async def _write(self, call, out: SlaveOutput) -> None:
+    async def _write(self, link: Link, out: SlaveOutput) -> None:
         for message in out.send:
             if isinstance(message, SlaveHandshake):
-                await call.write(slave_frame_to_proto(message))
+                await link.send(slave_frame_to_proto(message, self.name).SerializeToString())
             else:
                 self._ack_target = max(self._ack_target, message.max_offset)
                 self._ack_wanted.set()
 
-    async def _send_acks(self, call) -> None:
+    async def _send_acks(self, link: Link) -> None:
         """One writer of acks: the newest target, after its fdatasync under SYNC_FLUSH."""
         while True:
             await self._ack_wanted.wait()
@@ -167,17 +195,17 @@ class ReplicationSlave:
             target = self._ack_target
             if self.store.config.flush_disk_type is FlushDiskType.SYNC_FLUSH:
                 await self.store.wait_flushed(target)
-            await call.write(slave_frame_to_proto(SlaveAck(target)))
+            await link.send(slave_frame_to_proto(SlaveAck(target)).SerializeToString())
             self.acked_offset = target
 
-    async def _tick(self, session: SlaveSession, call) -> None:
+    async def _tick(self, session: SlaveSession, link: Link) -> None:
         while True:
             await asyncio.sleep(TICK_S)
             out = session.tick(self.clock.now_ms())
             if out.closed is not None:
-                call.cancel()
+                link.shutdown()
                 return
-            await self._write(call, out)
+            await self._write(link, out)
 
     # --- status ----------------------------------------------------------------------------------
     def status(self) -> dict:

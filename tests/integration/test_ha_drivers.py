@@ -1,7 +1,8 @@
-"""The replication drivers over a real gRPC stream on loopback, with real stores on disk.
+"""The replication drivers over a real connection on loopback, with real stores on disk.
 
-One process, two MessageStores: a ReplicationMaster served by a real grpc.aio server and a
-ReplicationSlave copying from it.  Checked by reading both commit logs from disk.
+One process, two MessageStores: a ReplicationMaster behind a real replication listener (and
+the grpc.aio server answering Locate) and a ReplicationSlave copying from it.  Checked by
+reading both commit logs from disk.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from metadata.message import MessageDraft, Prop
 from metadata.status import Code, RequestRejected
 from scheduler.clock import SystemClock
 from services.ha.master import ReplicationMaster
-from services.ha.service import add_ha_service
+from services.ha.service import HaListener, add_ha_service
 from services.ha.slave import ReplicationSlave
 from store.config import FlushDiskType, StoreConfig
 from store.message_store import MessageStore
@@ -56,8 +57,11 @@ class Group:
         common = dict(total_replicas=2, in_sync_replicas=in_sync, ha_send_heartbeat_interval_ms=500,
                       ha_housekeeping_interval_ms=5000, ha_max_time_slave_not_catchup_ms=2000)
         self.master = ReplicationMaster("broker-a", self.master_store, HaConfig(broker_role=role, **common), clock)
+        masters = lambda name: self.master if name == "broker-a" else None  # noqa: E731
+        self.listener = HaListener(masters)
+        self.listener.bind("127.0.0.1", 0)
         self.server = grpc.aio.server()
-        add_ha_service(self.server, lambda name: self.master if name == "broker-a" else None)
+        add_ha_service(self.server, masters, lambda: self.listener.port)
         port = self.server.add_insecure_port("127.0.0.1:0")
         self.address = f"127.0.0.1:{port}"
         self.slave = ReplicationSlave("broker-a", 1, self.slave_store, HaConfig(broker_role=BrokerRole.SLAVE, **common),
@@ -68,10 +72,12 @@ class Group:
 
     async def start(self):
         await self.server.start()
+        self.listener.start()
         self.slave.start()
 
     async def stop(self):
         await self.slave.stop()
+        await self.listener.stop()
         await self.server.stop(0)
         self.master_store.shutdown()
         self.slave_store.shutdown()
@@ -201,27 +207,28 @@ async def _cut_back(tmp_path):
         await group.stop()
 
 
-def test_a_stream_that_does_not_start_with_a_handshake_is_refused(tmp_path):
+def test_a_connection_that_does_not_start_with_a_handshake_is_refused(tmp_path):
     asyncio.run(_no_handshake(tmp_path))
 
 
 async def _no_handshake(tmp_path):
+    import socket
+
     from ha.replication.messages import SlaveAck
-    from proto import ha_pb2_grpc
-    from services.ha.converters import BROKER_METADATA_KEY, slave_frame_to_proto
+    from services.ha.converters import slave_frame_to_proto
+    from services.ha.wire import PREAMBLE, frame_prefix
 
     group = Group(tmp_path)
-    await group.server.start()
+    group.listener.start()
     try:
-        async with grpc.aio.insecure_channel(group.address) as channel:
-            call = ha_pb2_grpc.HaServiceStub(channel).Replicate(metadata=((BROKER_METADATA_KEY, "broker-a"),))
-            await call.write(slave_frame_to_proto(SlaveAck(0)))
-            with pytest.raises(grpc.aio.AioRpcError) as failure:
-                await call.read()
-            assert failure.value.code() is grpc.StatusCode.INVALID_ARGUMENT
-            assert "BAD_HANDSHAKE" in failure.value.details()
+        def talk() -> bytes:
+            with socket.create_connection(("127.0.0.1", group.listener.port), timeout=10) as sock:
+                header = slave_frame_to_proto(SlaveAck(0)).SerializeToString()
+                sock.sendall(PREAMBLE + frame_prefix(len(header), 0) + header)
+                return sock.recv(100)
+        assert await asyncio.get_running_loop().run_in_executor(None, talk) == b""  # closed without a word
         assert not group.master.streams
     finally:
-        await group.server.stop(0)
+        await group.listener.stop()
         group.master_store.shutdown()
         group.slave_store.shutdown()

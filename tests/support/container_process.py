@@ -69,7 +69,7 @@ class ContainerProcess:
 
     def config_text(self) -> str:
         top = {
-            "brokerContainerIP": "127.0.0.1", "grpcServerPort": self.client_port, "listenPort": self.admin_port,
+            "brokerContainerIP": "127.0.0.1", "grpcServerPort": self.client_port, "listenPort": self.admin_port, "haListenPort": 0,
             "startEmbeddedNamesrv": self.embedded_namesrv, "namesrvListenPort": self.namesrv_port,
             "namesrvAddr": self.namesrv, "storePathRootDir": str(self.data_dir), "metricsPromExporterPort": 0,
             "brokerHeartbeatInterval": 500, **self.extra,

@@ -136,7 +136,7 @@ class CommitLog:
         size = record.declared_size(self.files.read(offset, 4))
         return record.check(self.files.read(offset, max(size, 8)), 0, offset, self.room(offset))
 
-    def read_raw(self, offset: int, max_bytes: int) -> bytes:
+    def read_raw(self, offset: int, max_bytes: int) -> bytes | memoryview:
         """Whole records from ``offset`` (a record boundary), at least one if any, within a segment.
 
         Records are not CRC-checked here (the batch carries a CRC, and the slave checks the records against the index): the
@@ -153,7 +153,7 @@ class CommitLog:
         end = _whole_records(data)
         if end == 0:  # the first record alone is longer than max_bytes: it goes whole
             return self.files.read(offset, min(limit, max(record.declared_size(data), BLANK_SIZE)))
-        return data[:end]
+        return memoryview(data)[:end]  # not data[:end]: that copies the batch once more
 
     # --- recovery and truncation -------------------------------------------------------------
     def scan(self, start: int, visit: Callable[[int, bytes | memoryview, int, RecordInfo], None]) -> ScanEnd:

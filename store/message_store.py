@@ -41,7 +41,7 @@ from store.queue_table import QueueTable
 from store.reader import Reader
 from store.record import Invalid
 from store.recovery import recover
-from store.replica_index import IndexCursor, check_indexed_run
+from store.replica_index import IndexCursor, StagedRun, check_indexed_run
 from store.results import GetResult, GetStatus, RecoveryReport
 
 __all__ = ["MessageStore", "StoreConfig", "FlushDiskType", "GetResult", "GetStatus", "RecoveryReport",
@@ -65,6 +65,7 @@ class MessageStore(Reader):
         self._flush: FlushService | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._next_queue_offset: dict[tuple[str, int], int] = {}
+        self._staged_end: int | None = None  # end of the runs staged beyond the log's end (a slave's)
         self._pending: deque[_Pending] = deque()  # SYNC_FLUSH: written, awaiting fdatasync
         self._waiters: deque[tuple[int, asyncio.Future]] = deque()
         self._listeners: list[Callable[[str, int, int], None]] = []
@@ -301,7 +302,7 @@ class MessageStore(Reader):
         """Replication (issue 5): kept in the checkpoint at byte 32, persisted with the next checkpoint."""
         self._last_checkpoint = replace(self._last_checkpoint, confirm_phy_offset=offset)
 
-    def read_raw(self, commit_offset: int, max_bytes: int) -> bytes:
+    def read_raw(self, commit_offset: int, max_bytes: int) -> bytes | memoryview:
         self._check_open()
         if not self._log.min_offset <= commit_offset <= self._log.write_offset:
             raise BadOffset(f"read_raw at {commit_offset}, outside the log "
@@ -315,35 +316,69 @@ class MessageStore(Reader):
 
     def append_raw(self, commit_offset: int, data: bytes, index: tuple[QueueSlice, ...]) -> None:
         """Slave side: append whole records copied from the master, at our log's end, with the
-        master's consume-queue entries for them.
+        master's consume-queue entries for them (stage, write and commit at once)."""
+        run = self.stage_raw(commit_offset, data, index)
+        run.write()
+        self.commit_staged(run)
+
+    def stage_raw(self, commit_offset: int, data: bytes | memoryview, index: tuple[QueueSlice, ...]) -> StagedRun:
+        """Slave side: check a run of copied records against the master's index and reserve its
+        place after the log's end and after the runs staged before it.
 
         The index is checked against the bytes (store.replica_index) before anything is
-        written; the run is written with one write per segment and each queue's entries with
-        one write.
+        written.  Nothing is visible (or flushed, or acknowledged) before :meth:`commit_staged`;
+        the caller writes the run (``run.write()``, on any thread) in between, and commits runs
+        in staging order.
         """
         self._check_open()
         if self._pending:
             raise BadReplicationData("append_raw while local puts await their flush")
         log_ = self._log
-        if commit_offset != log_.write_offset:
-            raise BadReplicationData(f"append at {commit_offset} but the log ends at {log_.write_offset}")
+        expected = log_.write_offset if self._staged_end is None else self._staged_end
+        if commit_offset != expected:
+            raise BadReplicationData(f"append at {commit_offset} but the log ends at {expected}")
         reason = check_indexed_run(data, commit_offset, log_.segment_size, index, self._next_queue_offset)
         if reason is not None:
             raise BadReplicationData(reason)
-        low = 0
+        writes, low, view = [], 0, memoryview(data)
         while low < len(data):  # records never cross a segment: split at segment ends
             high = min(len(data), low + log_.room(commit_offset + low))
-            log_.files.write(commit_offset + low, data[low:high] if low or high < len(data) else data)
+            writes.append((*log_.files.open_for_write(commit_offset + low, high - low), view[low:high]))
             low = high
-        log_.write_offset = commit_offset + len(data)
-        self._index_runs([(q.topic, q.queue_id, q.first_queue_offset, q.entries) for q in index], log_.write_offset)
+        runs = tuple((q.topic, q.queue_id, q.first_queue_offset, q.entries) for q in index)
+        for topic, queue_id, first, entries in runs:  # the next run's check continues from these
+            self._next_queue_offset[(topic, queue_id)] = first + len(entries) // CQ_ENTRY_SIZE
+        self._staged_end = commit_offset + len(data)
+        return StagedRun(commit_offset, self._staged_end, tuple(writes), runs)
+
+    def commit_staged(self, run: StagedRun) -> None:
+        """The written run becomes part of the log: indexed, flushed, visible up to the read limit."""
+        self._check_open()
+        log_ = self._log
+        if run.start != log_.write_offset:
+            raise BadReplicationData(f"commit of a run at {run.start} but the log ends at {log_.write_offset}")
+        log_.write_offset = run.end
+        if run.end == self._staged_end:
+            self._staged_end = None
+        self._index_runs(run.runs, run.end)
         self._flush.wake()
         self._notify_written()
+
+    def abandon_staged(self) -> None:
+        """Forget every run staged and not committed (one failed to write): the next run must
+        start at the log's end again."""
+        self._staged_end = None
+        self._next_queue_offset = {(q.topic, q.queue_id): q.max_offset for q in self._queues.all()}
+
+    def _check_nothing_staged(self, what: str) -> None:
+        if self._staged_end is not None:
+            raise BadOffset(f"{what} while replicated runs up to {self._staged_end} are staged")
 
     def start_empty_at(self, commit_offset: int) -> None:
         """Slave side: an empty log starts at ``commit_offset`` (the master's min offset, or its
         last file's start with syncFromLastFile), which must begin a segment."""
         self._check_open()
+        self._check_nothing_staged("start_empty_at")
         log_ = self._log
         if log_.write_offset != log_.min_offset or self._queues.all():
             raise BadOffset(f"start at {commit_offset}: the log is not empty "
@@ -376,6 +411,7 @@ class MessageStore(Reader):
     def truncate(self, commit_offset: int) -> None:
         """Cut the log to ``commit_offset`` (a record boundary) physically and repair the queues."""
         self._check_open()
+        self._check_nothing_staged("truncate")
         log_ = self._log
         if not log_.min_offset <= commit_offset <= log_.write_offset:
             raise BadOffset(f"truncate to {commit_offset}, outside the log [{log_.min_offset}, {log_.write_offset}]")

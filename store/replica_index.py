@@ -23,10 +23,14 @@ Rules:
   arrived as the master read them; this check proves the index describes them, so the
   slave's queues equal the master's with a few struct reads per record, not a parse.
 * A slice of a queue the slave already has must start at that queue's next offset.
+* A checked run becomes a :class:`StagedRun`: where its bytes go (file, position, part) and
+  its queues' entries, so the slave can write the bytes on another thread while it checks
+  the next batch (MessageStore.stage_raw / write_staged / commit_staged).
 """
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 from typing import Iterable
 
 import numpy as np
@@ -37,6 +41,22 @@ from store.consume_queue import ConsumeQueue
 from store.cq_entry import ENTRY, first_index
 from store.queue_table import QueueTable
 from store.record import BLANK_SIZE, HEADER_SIZE, MESSAGE_MAGIC, Invalid, check
+from store.segmented_file import pwrite_all
+
+
+@dataclass(frozen=True)
+class StagedRun:
+    """A checked run of replicated records, its place in the log reserved, not yet visible."""
+
+    start: int
+    end: int
+    writes: tuple[tuple[int, int, bytes | memoryview], ...]  # (fd, position in file, bytes), one per segment
+    runs: tuple[tuple[str, int, int, bytes], ...]  # (topic, queue id, first queue offset, entries)
+
+    def write(self) -> None:
+        """The bytes into their files: any thread, while the store keeps the files open."""
+        for fd, position, part in self.writes:
+            pwrite_all(fd, position, part)
 
 # size, magic, (crc), queue id, (flags), queue offset, commit offset, (timestamps), topic length
 _HEAD = struct.Struct(">II4xi4xqq16xH")

@@ -8,8 +8,10 @@ Rules:
 * Creating, deleting and truncating a file fsyncs its directory, so a file that held
   acknowledged bytes cannot vanish after a crash.
 * Plain ``os.pwrite``/``os.pread``/``os.fdatasync``.  Writes come from the event-loop thread;
-  :meth:`sync` may run on the flush thread.  A lock guards the table of open files against
-  a concurrent sync, and is held during fdatasync so a file is never closed under it.
+  :meth:`sync` may run on the flush thread, and :func:`pwrite_all` on a file from
+  :meth:`open_for_write` on another thread, whose caller keeps the file from being closed
+  meanwhile.  A lock guards the table of open files against a concurrent sync, and is held
+  during fdatasync so a file is never closed under it.
 """
 from __future__ import annotations
 
@@ -42,6 +44,15 @@ def make_directories(path: Path) -> None:
     for directory in reversed(missing):
         directory.mkdir(exist_ok=True)
         fsync_directory(directory.parent)
+
+
+def pwrite_all(fd: int, position: int, data: bytes | memoryview) -> None:
+    written = os.pwrite(fd, data, position)
+    while written < len(data):  # pwrite on a regular file is short only on ENOSPC-like trouble
+        more = os.pwrite(fd, memoryview(data)[written:], position + written)
+        if more <= 0:
+            raise OSError(f"short write (fd {fd}, {len(data) - written} of {len(data)} bytes left)")
+        written += more
 
 
 class SegmentedFile:
@@ -80,17 +91,17 @@ class SegmentedFile:
 
     # --- data ----------------------------------------------------------------------------
     def write(self, offset: int, data: bytes) -> None:
+        pwrite_all(*self.open_for_write(offset, len(data)), data)
+
+    def open_for_write(self, offset: int, length: int) -> tuple[int, int]:
+        """(file descriptor, position in the file) where ``length`` bytes at ``offset`` go,
+        creating the segment file if needed."""
         start = self.segment_start(offset)
-        assert offset + len(data) <= start + self.segment_size, "write crosses a segment boundary"
+        assert offset + length <= start + self.segment_size, "write crosses a segment boundary"
         fd = self._fds.get(start)
         if fd is None:
             fd = self._create(start)
-        written = os.pwrite(fd, data, offset - start)
-        while written < len(data):  # pwrite on a regular file is short only on ENOSPC-like trouble
-            more = os.pwrite(fd, data[written:], offset - start + written)
-            if more <= 0:
-                raise OSError(f"short write to {self.directory / segment_name(start)}")
-            written += more
+        return fd, offset - start
 
     def read(self, offset: int, length: int) -> bytes:
         """Up to ``length`` bytes at ``offset``, never crossing into the next segment."""

@@ -26,9 +26,9 @@ class HaConfig:
         "haMasterAddress", "", unit="host:port",
         doc="SLAVE: the master container's internal address; empty: the one the nameserver returns")
     ha_transfer_batch_size: int = config_field(
-        "haTransferBatchSize", 1024 * 1024, unit="bytes", minimum=1, maximum=16 * 1024 * 1024,
+        "haTransferBatchSize", 4 * 1024 * 1024, unit="bytes", minimum=1, maximum=16 * 1024 * 1024,
         doc="most bytes of one transfer batch (at least one whole record is always sent); batches reach it only "
-            "while a slave is behind, and below about 1 MiB per-frame costs limit catch-up (upstream: 32 KiB)")
+            "while a slave is behind, and below about 4 MiB per-batch costs limit catch-up (upstream: 32 KiB)")
     ha_max_gap_not_in_sync: int = config_field(
         "haMaxGapNotInSync", 256 * 1024 * 1024, unit="bytes", minimum=0,
         doc="RIP-34: a slave whose ack lags the master by less than this counts as in sync")

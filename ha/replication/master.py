@@ -105,7 +105,7 @@ class MasterSession:
             return None
         return plan
 
-    def sent(self, plan: BatchPlan, payload: bytes, confirm_offset: int, now_ms: int,
+    def sent(self, plan: BatchPlan, payload: bytes | memoryview, confirm_offset: int, now_ms: int,
              index: tuple[QueueSlice, ...] = ()) -> TransferBatch:
         """Record that ``payload`` (read for ``plan``, its records indexed by ``index``) goes out
         now; returns the batch to send, with its CRC."""

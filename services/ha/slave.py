@@ -8,28 +8,33 @@ Rules:
   (``haListenPort``), and the slave connects to it (framing in services/ha/wire.py).  A failed
   or closed connection is retried after ``haConnectRetryInterval``; every close is logged
   with its reason (a master's refusal with the master's words).
-* Frames are received one ahead: batch N+1 arrives (the link's thread) while batch N is
-  checked and written.
+* A pipeline on three threads: batch N+2 arrives (the link's thread) while N+1 is checked
+  on the event loop (``MessageStore.stage_raw``) and N is written by the writer thread.
+  Runs are committed in order as their writes finish; at most ``MAX_WRITES_IN_FLIGHT``
+  wait.  A truncation or an epoch change first waits for every write; a failed write
+  abandons the runs staged after the log's end and closes the connection.
 * Each output of :class:`ha.replication.slave.SlaveSession` is carried out in its order:
   truncate (physical, fsynced, consume queues repaired), persist the epoch history
   (fsynced), append the payload, set the confirm offset, then send.  An empty slave whose
   resume point is not its own start first moves its empty log there
   (``MessageStore.start_empty_at``).
-* Acks are sent by one task, coalesced: under SYNC_FLUSH an ack never reports an offset
-  before it is fdatasynced, while the stream keeps receiving (the flush of one batch
-  overlaps the copy of the next).
+* Acks are sent by one task, coalesced: an ack never reports an offset before it is
+  committed, nor under SYNC_FLUSH before it is fdatasynced, while the stream keeps
+  receiving (the flush of one batch overlaps the copy of the next).
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 import socket
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from typing import Awaitable, Callable
 
 import grpc
 
 from ha.replication.config import HaConfig
-from ha.replication.messages import MasterHandshake, SlaveAck, SlaveHandshake
+from ha.replication.messages import MasterHandshake, SlaveAck, SlaveHandshake, TransferBatch
 from ha.replication.slave import CloseReason, SlaveOutput, SlaveSession, SlaveSettings, SlaveState
 from proto import ha_pb2 as pb
 from proto import ha_pb2_grpc as pb_grpc
@@ -38,10 +43,12 @@ from services.ha.converters import Refused, decode_master_frame, queue_offset_to
 from services.ha.wire import Link, WireError
 from store.config import FlushDiskType
 from store.errors import StoreError
+from store.replica_index import StagedRun
 
 log = logging.getLogger(__name__)
 TICK_S = 1.0
 CONNECT_TIMEOUT_S = 5.0
+MAX_WRITES_IN_FLIGHT = 2
 
 
 class ReplicationSlave:
@@ -59,11 +66,16 @@ class ReplicationSlave:
         self._ack_target = 0
         self._ack_wanted = asyncio.Event()
         self._refused = ""
+        self._writer: ThreadPoolExecutor | None = None
+        self._writes: deque[tuple[StagedRun, asyncio.Future]] = deque()
+        self._write_failure: BaseException | None = None
+        self._committed = asyncio.Event()
         self._task: asyncio.Task | None = None
         store.read_limit = lambda: store.confirm_offset
 
     # --- lifecycle -------------------------------------------------------------------------------
     def start(self) -> None:
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="ha-write")
         self._task = asyncio.create_task(self._run(), name=f"ha-slave-{self.name}-{self.slave_id}")
 
     async def stop(self) -> None:
@@ -71,6 +83,10 @@ class ReplicationSlave:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
+        await self._drain()
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)
+            self._writer = None
 
     async def _run(self) -> None:
         while True:
@@ -116,9 +132,12 @@ class ReplicationSlave:
                 task.cancel()
             await asyncio.gather(acks, ticker, return_exceptions=True)
             await link.aclose()
+            await self._drain()
             if session.state is not SlaveState.READY:
                 session.connection_lost()
-            self._closed(self._refused or (session.last_close or CloseReason.CONNECTION_LOST).value)
+            failure = f"STORE_FAILED: {self._write_failure}" if self._write_failure else ""
+            self._write_failure = None
+            self._closed(failure or self._refused or (session.last_close or CloseReason.CONNECTION_LOST).value)
 
     async def _locate(self, address: str) -> tuple[str, int]:
         """The master container's replication port for this group (HaService.Locate)."""
@@ -167,6 +186,8 @@ class ReplicationSlave:
 
     async def _carry_out(self, out: SlaveOutput, link: Link) -> None:
         store = self.store
+        if out.truncate_to is not None or out.epochs is not None:
+            await self._drain()  # the epoch file never names bytes a crash could take back
         if out.truncate_to is not None:
             log.warning("%s-%d: truncating the commit log from %d to %d (consistent point with the master)",
                         self.name, self.slave_id, store.commit_log_max_offset, out.truncate_to)
@@ -174,10 +195,46 @@ class ReplicationSlave:
         if out.epochs is not None:
             store.epochs.replace(out.epochs)
         if out.append is not None:
-            store.append_raw(out.append.start_offset, out.append.payload, out.append.index)
+            await self._stage(out.append, link)
         if out.confirm_offset is not None:
             store.set_confirm_offset(out.confirm_offset)
         await self._write(link, out)
+
+    # --- the write pipeline ------------------------------------------------------------------------
+    async def _stage(self, batch: TransferBatch, link: Link) -> None:
+        run = self.store.stage_raw(batch.start_offset, batch.payload, batch.index)
+        future = asyncio.get_running_loop().run_in_executor(self._writer, run.write)
+        self._writes.append((run, future))
+        future.add_done_callback(lambda _: self._commit_written(link))
+        if len(self._writes) > MAX_WRITES_IN_FLIGHT:
+            await asyncio.wait([self._writes[0][1]])
+
+    def _commit_written(self, link: Link | None) -> None:
+        """Event loop: commit the runs whose writes finished, in staging order."""
+        while self._writes and self._writes[0][1].done():
+            run, future = self._writes.popleft()
+            failure = future.exception() if not future.cancelled() else asyncio.CancelledError()
+            if failure is not None:
+                log.error("%s-%d: writing replicated bytes at %d failed: %s", self.name, self.slave_id, run.start, failure)
+                self._write_failure = failure
+                self._writes.clear()  # later runs were checked against this one: all go
+                self.store.abandon_staged()
+                if link is not None:
+                    link.shutdown()
+                return
+            try:
+                self.store.commit_staged(run)
+            except StoreError as error:  # the store closed under us: nothing more to commit
+                log.warning("%s-%d: replicated run at %d not committed: %s", self.name, self.slave_id, run.start, error)
+                self._writes.clear()
+                return
+            self._committed.set()
+
+    async def _drain(self) -> None:
+        """Wait for every write in flight and commit it."""
+        if self._writes:
+            await asyncio.wait([future for _, future in self._writes])
+            self._commit_written(None)
 
     async def _write(self, link: Link, out: SlaveOutput) -> None:
         for message in out.send:
@@ -193,6 +250,9 @@ class ReplicationSlave:
             await self._ack_wanted.wait()
             self._ack_wanted.clear()
             target = self._ack_target
+            while self.store.commit_log_max_offset < target:  # still being written
+                self._committed.clear()
+                await self._committed.wait()
             if self.store.config.flush_disk_type is FlushDiskType.SYNC_FLUSH:
                 await self.store.wait_flushed(target)
             await link.send(slave_frame_to_proto(SlaveAck(target)).SerializeToString())

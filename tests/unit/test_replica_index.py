@@ -348,3 +348,55 @@ def test_an_entry_naming_a_record_hidden_inside_another_is_refused():
              QueueSlice("T", 1, 0, encode_entry(body_at, len(inner), 0)))
     assert "overlaps" in check_indexed_run(outer, 0, SEGMENT, index, {})
     assert check_indexed_run(outer, 0, SEGMENT, index[:1], {}) is None
+
+
+def staged_batches(master: MessageStore, max_bytes: int) -> list[tuple[int, bytes, tuple]]:
+    cursor, batches, start = IndexCursor(), [], master.commit_log_min_offset
+    while start < master.commit_log_max_offset:
+        data = bytes(master.read_raw(start, max_bytes))
+        batches.append((start, data, master.replication_index(cursor, start, start + len(data))))
+        start += len(data)
+    return batches
+
+
+def test_staged_runs_are_invisible_until_committed_in_order(tmp_path):
+    """The slave's pipeline: batch N+1 is checked and staged while N is still being written."""
+    master, slave = make(tmp_path / "m"), make(tmp_path / "s")
+    try:
+        fill(master, drafts())
+        first, second, *rest = staged_batches(master, 3000)
+        runs = [slave.stage_raw(*first), slave.stage_raw(*second)]  # the second checks against the first
+        assert slave.commit_log_max_offset == 0 and slave.queues() == {}  # nothing visible yet
+        with pytest.raises(BadReplicationData, match="log ends at"):
+            slave.stage_raw(*first)  # a run must follow the staged ones
+        for run in runs:
+            run.write()
+        with pytest.raises(BadReplicationData, match="commit of a run"):
+            slave.commit_staged(runs[1])  # out of order
+        slave.commit_staged(runs[0])
+        assert slave.commit_log_max_offset == runs[0].end
+        slave.commit_staged(runs[1])
+        for batch in rest:
+            slave.append_raw(*batch)
+        assert log_bytes(slave) == log_bytes(master) and queue_files(slave) == queue_files(master)
+    finally:
+        master.shutdown(), slave.shutdown()
+
+
+def test_abandoned_runs_are_staged_again_from_the_log_end(tmp_path):
+    """A run whose write failed is abandoned with every run after it; nothing of them shows."""
+    master, slave = make(tmp_path / "m"), make(tmp_path / "s")
+    try:
+        fill(master, drafts())
+        batches = staged_batches(master, 3000)
+        slave.append_raw(*batches[0])
+        slave.stage_raw(*batches[1]), slave.stage_raw(*batches[2])
+        with pytest.raises(Exception, match="staged"):
+            slave.truncate(0)  # never under runs in flight
+        slave.abandon_staged()
+        assert slave.commit_log_max_offset == batches[1][0]
+        for batch in batches[1:]:
+            slave.append_raw(*batch)
+        assert log_bytes(slave) == log_bytes(master) and queue_files(slave) == queue_files(master)
+    finally:
+        master.shutdown(), slave.shutdown()

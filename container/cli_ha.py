@@ -35,6 +35,7 @@ def _slave_row(member: Any, own: dict | None, master: dict | None) -> dict:
            "state": own["state"] if own else "UNREACHABLE", "lastClose": own.get("lastClose", "") if own else "",
            "maxOffset": own["maxOffset"] if own else None, "confirmOffset": own["confirmOffset"] if own else None,
            "connected": bool(seen and seen["connected"]), "inSyncStateSet": bool(seen and seen["inSyncStateSet"]),
+           "learner": bool(seen and seen["learner"]),
            "ackOffset": seen["ackOffset"] if seen else (own.get("ackedOffset") if own else None)}
     if master is not None and row["ackOffset"] is not None:
         row["lagBytes"] = max(0, master["maxOffset"] - row["ackOffset"])
@@ -74,7 +75,7 @@ def _render(document: dict) -> str:
                 f"{master.get('brokerRole', '')} max {master.get('maxOffset', '?')} confirm {master.get('confirmOffset', '?')} "
                 f"SyncStateSet {master.get('syncStateSet', '?')}")
         rows = [[s["brokerId"], s["address"], s["state"], "yes" if s["connected"] else "no", s["ackOffset"],
-                 s["lagBytes"], s["lagMessages"], "yes" if s["inSyncStateSet"] else "no"] for s in group["slaves"]]
+                 s["lagBytes"], s["lagMessages"], "yes" if s["inSyncStateSet"] else ("learner" if s["learner"] else "no")] for s in group["slaves"]]
         blocks.append(head + "\n" + table(["SLAVE", "ADDRESS", "STATE", "CONNECTED", "ACK OFFSET", "LAG BYTES",
                                            "LAG MESSAGES", "IN SET"], rows))
     return "\n\n".join(blocks) or "no broker group registered"

@@ -157,3 +157,43 @@ def test_empty_slave_starts_at_the_min_offset_of_a_trimmed_master(pair_factory):
     master_end, slave_end = master_min + len(master_bytes), slave_min + len(slave_bytes)
     assert master_end == slave_end
     assert master_bytes[low - master_min:] == slave_bytes[low - slave_min:]
+
+
+def fill_segments(pair: HaPair, topic: str, count: int) -> None:
+    pair.update_topic(topic, broker="broker-a")
+    client = RawClient(pair.master_of("broker-a").endpoint)
+    try:
+        for _ in range(count):
+            assert client.send(topic, b"s" * 1024).status.code == OK
+    finally:
+        client.close()
+
+
+def test_an_empty_slave_with_sync_from_last_file_starts_at_the_masters_last_file(pair_factory):
+    segment = 64 * 1024
+    pair = pair_factory(role="ASYNC_MASTER", flush="ASYNC_FLUSH",
+                        extra={"mappedFileSizeCommitLog": segment, "syncFromLastFile": True})
+    pair.master_of("broker-a").start()
+    fill_segments(pair, "Last", 300)  # about five segments
+    master_min, master_bytes = pair.commit_log("broker-a", "master")
+    master_end = master_min + len(master_bytes)
+    assert master_min == 0 and master_end > 4 * segment
+    pair.slave_of("broker-a").start()
+    wait_until(lambda: pair.caught_up("broker-a"), 60, what="slave caught up from the last file")
+    slave_min, slave_bytes = pair.commit_log("broker-a", "slave")
+    assert slave_min == master_end - master_end % segment  # the last file's start, nothing before it
+    assert slave_bytes == master_bytes[slave_min:]
+
+
+def test_an_async_learner_copies_everything_but_never_joins_the_sync_state_set(pair_factory):
+    pair = pair_factory(role="ASYNC_MASTER", flush="ASYNC_FLUSH", extra={"asyncLearner": True})
+    pair.master_of("broker-a").start()
+    pair.slave_of("broker-a").start()
+    fill_segments(pair, "Learn", 50)
+    wait_until(lambda: pair.caught_up("broker-a"), 60, what="learner caught up")
+    status = pair.ha_status("broker-a")
+    slave = status["slaves"][0]
+    assert slave["learner"] is True and slave["inSyncStateSet"] is False, slave
+    assert status["master"]["syncStateSet"] == [0]
+    master_min, master_bytes = pair.commit_log("broker-a", "master")
+    assert pair.commit_log("broker-a", "slave") == (master_min, master_bytes)

@@ -1,7 +1,10 @@
 """Test ordering by layer of determinism: the fast layers run first (STYLE.md)."""
 from __future__ import annotations
 
+import gc
 from pathlib import Path
+
+import pytest
 
 LAYER_ORDER = ("unit", "scenario", "simulation", "spark", "integration", "conformance")
 
@@ -16,3 +19,14 @@ def _layer(item) -> int:
 
 def pytest_collection_modifyitems(session, config, items):
     items.sort(key=_layer)  # stable: keeps file order within a layer
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _stop_watching_collections():
+    """Controllers started in this process log slow collections; the ones at the interpreter's
+    exit are not ours to report."""
+    yield
+    from services.controller import heap
+
+    while heap._on_collection in gc.callbacks:
+        gc.callbacks.remove(heap._on_collection)

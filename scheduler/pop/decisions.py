@@ -20,6 +20,7 @@ from enum import Enum
 from typing import Callable, Mapping, Sequence
 
 from metadata.message import Prop, StoredMessage
+from metadata.message_filter import MessageFilter
 from scheduler.pop.receipt import ReceiptHandle
 from scheduler.pop.records import AckRecord, ChangeRecord, InFlight, PopRecord, QueueKey
 from scheduler.pop.table import HandleCheck, PopTable, QueueState
@@ -37,7 +38,7 @@ class PopContext:
     batch: int
     inflight_max: int
     fifo: bool
-    tags: frozenset[str] | None  # None: every message
+    filter: MessageFilter  # which messages are delivered (the rest are passed over)
 
 
 @dataclass(frozen=True)
@@ -56,10 +57,6 @@ class PopPlan:
 def attempt_of(message: StoredMessage) -> int:
     raw = message.properties.get(Prop.RECONSUME_TIMES, "0")
     return int(raw) + 1 if raw.isdigit() else 1
-
-
-def tag_matches(tags: frozenset[str] | None, message: StoredMessage) -> bool:
-    return tags is None or (message.tag or "") in tags
 
 
 def _entry(message: StoredMessage, ctx: PopContext, seq: int, attempt: int) -> InFlight:
@@ -81,7 +78,7 @@ def plan_new(key: QueueKey, state: QueueState, messages: Sequence[StoredMessage]
             continue
         if len(deliveries) >= room:
             break
-        if not tag_matches(ctx.tags, message):
+        if not ctx.filter.matches(message.tag, message.user_properties):
             to_offset = message.queue_offset + 1
             continue
         group = message.properties.get(Prop.MESSAGE_GROUP, "")

@@ -19,7 +19,7 @@ Durability design (close to RocketMQ's own pop checkpoints):
 - Expired non-FIFO entries are revived: copied to the retry topic of (group, original topic)
   (or ``%DLQ%<group>`` past max attempts) and acked, in that order (a crash in between
   duplicates, never loses).  A receive reads the retry topic of its own topic only, through
-  the same tag filter as the topic, so a redelivery never reaches a consumer of another topic
+  the same filter (TAG or SQL92, metadata.message_filter) as the topic, so a redelivery never reaches a consumer of another topic
   of the group or one whose filter does not match.
 """
 from __future__ import annotations
@@ -32,6 +32,7 @@ from typing import Sequence
 from metadata.consumer_offsets import ConsumerOffsetTable
 from metadata.consumer_offsets import parse_document as parse_offsets
 from metadata.message import MessageDraft, StoredMessage
+from metadata.message_filter import FilterSyntaxError, MessageFilter, compile_filter
 from metadata.names import dlq_topic, retry_topic_for
 from metadata.replica_metadata import Adopt, Adoption, SyncDirection, adopted_offsets, decide_adoption
 from metadata.status import Code, RequestRejected
@@ -56,13 +57,6 @@ POP_STATE_FILE = "popState.json"
 OFFSET_FILE = "consumerOffset.json"
 LOG_READ_BATCH = 1024
 _NO_PROPERTIES = MappingProxyType({})
-
-
-def parse_tags(expression: str) -> frozenset[str] | None:
-    text = expression.strip()
-    if text in ("", "*"):
-        return None
-    return frozenset(tag.strip() for tag in text.split("||") if tag.strip())
 
 
 class PopService:
@@ -151,8 +145,7 @@ class PopService:
 
     # ---- receive ---------------------------------------------------------------------------
     async def receive(self, request: ReceiveRequest) -> list[Delivery]:
-        if request.filter.type is FilterType.SQL:
-            raise RequestRejected(Code.UNSUPPORTED, "SQL92 filtering is not supported; use TAG expressions")
+        message_filter = self._filter(request)
         group = self.groups.get_or_create(request.group, self.clock.now_ms())
         if not group.consume_enable:
             raise RequestRejected(Code.FORBIDDEN, f"consumer group {request.group} is disabled")
@@ -163,7 +156,8 @@ class PopService:
         while True:
             waiter = self.notifier.register((request.topic, retry_topic_for(request.group, request.topic)))
             try:
-                plans = self._plan(request, group.consume_message_orderly, group.max_delivery_attempts, topic.read_queue_nums)
+                plans = self._plan(request, message_filter, group.consume_message_orderly, group.max_delivery_attempts,
+                                   topic.read_queue_nums)
                 if plans:
                     return await self._deliver(request.group, plans)
                 remaining = wait_until - self.clock.monotonic_ms()
@@ -172,6 +166,13 @@ class PopService:
                 timed_out = not await waiter.wait(remaining)
             finally:
                 waiter.close()
+
+    @staticmethod
+    def _filter(request: ReceiveRequest) -> MessageFilter:
+        try:
+            return compile_filter(request.filter.type is FilterType.SQL, request.filter.expression)
+        except FilterSyntaxError as failure:
+            raise RequestRejected(Code.ILLEGAL_FILTER_EXPRESSION, str(failure)) from None
 
     def _queue_keys(self, request: ReceiveRequest, fifo: bool, read_queues: int) -> list[QueueKey]:
         if request.queue_id >= 0:
@@ -196,10 +197,10 @@ class PopService:
             state = self.table.ensure(key, committed)
         return state
 
-    def _plan(self, request: ReceiveRequest, fifo: bool, group_max_attempts: int, read_queues: int) -> list[PopPlan]:
+    def _plan(self, request: ReceiveRequest, message_filter: MessageFilter, fifo: bool, group_max_attempts: int,
+              read_queues: int) -> list[PopPlan]:
         now = self.clock.now_ms()
         budget = min(request.batch_size, self.config.max_receive_batch_size)
-        tags = parse_tags(request.filter.expression)
         plans = []
         for key in self._queue_keys(request, fifo, read_queues):
             if budget <= 0:
@@ -208,7 +209,7 @@ class PopService:
             if request.auto_renew or invisible_ms <= 0:
                 invisible_ms = invisible_ms if invisible_ms > 0 else self.config.pop_invisible_time_auto_renew_ms
             context = PopContext(now, invisible_ms, request.max_delivery_attempts or group_max_attempts,
-                                 budget, self.config.pop_inflight_max_per_queue, fifo, tags)
+                                 budget, self.config.pop_inflight_max_per_queue, fifo, message_filter)
             plan = self._plan_queue(key, context)
             if plan.record is not None:
                 self._apply(plan.record)  # reserve before any await
@@ -224,10 +225,10 @@ class PopService:
             return plan_fifo_redelivery(key, state, messages, context, next_seq)
         if state.unacked >= context.inflight_max:
             return PopPlan(None, ())
-        # without a tag filter every message read is delivered: read no more than fit (decoding
+        # without a filter every message read is delivered: read no more than fit (decoding
         # popScanMax records to deliver 32 was most of a receive's cost)
         count = self.config.pop_scan_max
-        if context.tags is None:
+        if context.filter.everything:
             count = max(1, min(count, context.batch, context.inflight_max - state.unacked))
         result = self.store.get(key.topic, key.queue_id, state.pop_offset, count)
         if result.status is GetStatus.OFFSET_TOO_SMALL:  # trimmed by retention: skip to the oldest kept

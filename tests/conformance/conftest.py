@@ -21,7 +21,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = ROOT / "tests" / "support" / "official_client" / "driver.py"
 TOPICS = {"c-normal": "NORMAL", "c-fifo": "FIFO", "c-delay": "DELAY", "c-tx": "TRANSACTION", "c-redo": "NORMAL",
-          "c-dlq": "NORMAL", "c-push": "NORMAL", "c-pushfail": "NORMAL", "c-filter": "NORMAL"}
+          "c-dlq": "NORMAL", "c-push": "NORMAL", "c-pushfail": "NORMAL", "c-filter": "NORMAL",
+          "c-sql": "NORMAL"}
 # what tests.support.messaging_server's group rules give the fake broker
 GROUPS = {"fifo-g": ("--fifo", "--max-attempts", "2"), "dlq-g": ("--max-attempts", "2")}
 SHORT = {"minInvisibleTimeMillsForRecv": 1000, "grpcClientConsumerMinLongPollingTimeoutMillis": 1000}

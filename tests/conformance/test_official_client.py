@@ -57,6 +57,15 @@ def test_tag_filter_delivers_only_matching_messages(relaymq):
     assert {e["body"] for e in _events(got, "received")} == {"k0", "k1"}
 
 
+def test_sql92_filter_delivers_only_messages_whose_properties_match(relaymq):
+    relaymq.drive("produce", "--topic", "c-sql", "--count", "6", "--tag", "TagA", "--numbered")
+    relaymq.drive("produce", "--topic", "c-sql", "--count", "2", "--tag", "TagB", "--numbered", "--prefix", "b")
+    sql = "TAGS = 'TagA' AND n BETWEEN 2 AND 4 AND origin IS NOT NULL"
+    code, got = relaymq.drive("simple", "--topic", "c-sql", "--group", "g-sql", "--sql", "--filter", sql, "--expect", "3")
+    assert code == 0
+    assert {e["body"] for e in _events(got, "received")} == {"m2", "m3", "m4"}
+
+
 def test_fifo_messages_arrive_in_order_per_message_group(relaymq):
     code, sent = relaymq.drive("produce", "--topic", "c-fifo", "--kind", "fifo", "--count", "6")
     assert code == 0

@@ -10,7 +10,7 @@ from metadata.status import Code, RequestRejected
 from metadata.subscription_group import SubscriptionGroupConfig
 from metadata.topic_config import TopicConfig
 from scheduler.clock import ManualClock
-from services.broker.api import FilterExpression, ReceiveRequest, SendItem
+from services.broker.api import FilterExpression, FilterType, ReceiveRequest, SendItem
 from services.broker.broker import Broker
 from services.broker.config import BrokerConfig
 from store.config import FlushDiskType, StoreConfig
@@ -52,16 +52,18 @@ class Harness:
         await self.broker.stop()
         self.store.shutdown()
 
-    async def send(self, topic, body=b"x", tag=None, kind=MessageType.NORMAL, group=None, due=None):
+    async def send(self, topic, body=b"x", tag=None, kind=MessageType.NORMAL, group=None, due=None, user=None):
         self.counter += 1
         props = {Prop.MESSAGE_ID: f"ID{self.counter:08d}"}
         if tag:
             props[Prop.TAG] = tag
-        draft = MessageDraft(topic, -1, body, self.clock.now_ms(), properties=props)
+        draft = MessageDraft(topic, -1, body, self.clock.now_ms(), properties=props, user_properties=user or {})
         return (await self.broker.send([SendItem(draft, kind, group, due)]))[0]
 
-    async def receive(self, group, topic, batch=32, invisible_ms=30_000, tags="*", max_attempts=None, queue_id=-1):
-        request = ReceiveRequest("client-1", group, topic, queue_id, FilterExpression(expression=tags), batch, invisible_ms,
+    async def receive(self, group, topic, batch=32, invisible_ms=30_000, tags="*", max_attempts=None, queue_id=-1,
+                      sql=None):
+        expression = FilterExpression(FilterType.SQL, sql) if sql is not None else FilterExpression(expression=tags)
+        request = ReceiveRequest("client-1", group, topic, queue_id, expression, batch, invisible_ms,
                                  False, 0, self.clock.monotonic_ms() + 1000, max_delivery_attempts=max_attempts)
         return await self.broker.receive(request)
 
@@ -171,6 +173,21 @@ def test_tag_filter_skips_other_tags(harness):
         await harness.send("T", b"3", tag="c")
         got = await harness.receive("G", "T", tags="a||c")
         assert [d.message.body for d in got] == [b"1", b"3"]
+        await harness.stop()
+    run(scenario())
+
+
+def test_sql92_filter_delivers_matching_messages_and_refuses_a_bad_expression(harness):
+    async def scenario():
+        await _with_topic(harness, queues=1)
+        for i in range(6):
+            await harness.send("T", str(i).encode(), tag="a" if i % 2 else "b", user={"n": str(i), "region": "eu"})
+        await harness.send("T", b"none", tag="a")  # no properties: unknown, never matched
+        got = await harness.receive("G", "T", sql="n >= 2 AND (TAGS = 'a' OR region <> 'eu')")
+        assert [d.message.body for d in got] == [b"3", b"5"]
+        with pytest.raises(RequestRejected) as failure:
+            await harness.receive("G2", "T", sql="n >=")
+        assert failure.value.code is Code.ILLEGAL_FILTER_EXPRESSION and "column" in failure.value.message
         await harness.stop()
     run(scenario())
 

@@ -14,6 +14,7 @@ import zlib
 from dataclasses import dataclass, field, replace
 
 from metadata.message import MessageType, Prop, StoredMessage
+from metadata.message_filter import compile_filter
 from metadata.names import dlq_topic
 from metadata.status import Code, RequestRejected
 from metadata.topic_config import PERM_READ_WRITE
@@ -149,10 +150,8 @@ class FakeBroker:
 
     @staticmethod
     def _matches(message: StoredMessage, request: ReceiveRequest) -> bool:
-        if request.filter.type is FilterType.SQL or request.filter.expression.strip() == "*":
-            return True
-        wanted = {part.strip() for part in request.filter.expression.split("||")}
-        return message.tag in wanted
+        return compile_filter(request.filter.type is FilterType.SQL,
+                              request.filter.expression).matches(message.tag, message.user_properties)
 
     def _busy_groups(self, group: str, topic: str) -> set[str]:
         return {f.message.properties.get(Prop.MESSAGE_GROUP) for f in self._inflight.values()

@@ -4,6 +4,7 @@ from __future__ import annotations
 from hypothesis import given, strategies as st
 
 from metadata.message import MessageDraft, Prop, StoredMessage
+from metadata.message_filter import MessageFilter
 from scheduler.pop.decisions import PopContext, PopRejection, decide_ack, decide_change, plan_fifo_redelivery, plan_new
 from scheduler.pop.receipt import ReceiptHandle, decode
 from scheduler.pop.records import AckRecord, QueueKey, decode_record, decode_records, encode_record, encode_records
@@ -46,7 +47,7 @@ KEY = QueueKey("G", "T", 0)
 
 
 def ctx(now=0, batch=32, fifo=False, tags=None, max_attempts=3):
-    return PopContext(now, 1000, max_attempts, batch, 100, fifo, tags)
+    return PopContext(now, 1000, max_attempts, batch, 100, fifo, MessageFilter(tags=tags))
 
 
 def seqs():

@@ -16,6 +16,7 @@ import time
 
 from rocketmq import (ClientConfiguration, ConsumeResult, Credentials, FilterExpression, Message, MessageListener,
                       Producer, PushConsumer, SimpleConsumer, TransactionChecker, TransactionResolution)
+from rocketmq.grpc_protocol import FilterType
 
 
 _OUT = threading.Lock()
@@ -49,6 +50,8 @@ def produce(args) -> int:
     try:
         for index in range(args.count):
             message = new_message(args.topic, f"{args.prefix}{index}", tag=args.tag)
+            if args.numbered:
+                message.add_property("n", str(index))
             if args.kind == "fifo":
                 message.message_group = f"group-{index % 2}"
             if args.kind == "delay":
@@ -99,7 +102,8 @@ def transaction(args) -> int:
 
 
 def simple(args) -> int:
-    consumer = SimpleConsumer(config(args), args.group, {args.topic: FilterExpression(args.filter)}, await_duration=args.await_s)
+    expression = FilterExpression(args.filter, FilterType.SQL) if args.sql else FilterExpression(args.filter)
+    consumer = SimpleConsumer(config(args), args.group, {args.topic: expression}, await_duration=args.await_s)
     consumer.startup()
     acked, deadline, nacked = set(), time.monotonic() + args.deadline_s, set()
     try:
@@ -168,6 +172,8 @@ def main() -> int:
     parser.add_argument("--prefix", default="m")
     parser.add_argument("--tag", default=None)
     parser.add_argument("--filter", default="*")
+    parser.add_argument("--sql", action="store_true", help="--filter is an SQL92 expression")
+    parser.add_argument("--numbered", action="store_true", help="each message gets the property n = its index")
     parser.add_argument("--delay-s", type=int, default=2)
     parser.add_argument("--recall", action="store_true")
     parser.add_argument("--expect", type=int, default=1)

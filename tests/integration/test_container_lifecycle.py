@@ -79,17 +79,21 @@ def test_sigterm_exits_zero_and_restart_serves_acknowledged_messages(tmp_path):
         process.kill()
 
 
-def test_port_in_use_is_one_clear_line(tmp_path):
+@pytest.mark.parametrize("key", ["grpcServerPort", "haListenPort"])
+def test_port_in_use_is_one_clear_line(tmp_path, key):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         process = ContainerProcess(tmp_path / "data")
-        process.client_port = busy.getsockname()[1]
+        if key == "grpcServerPort":
+            process.client_port = busy.getsockname()[1]
+        else:
+            process.extra[key] = busy.getsockname()[1]
         config = process.write_config()
         result = relaymq("container", "-c", str(config))
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "grpcServerPort" in lines[0] and "already in use" in lines[0] and str(config) in lines[0]
+    assert len(lines) == 1 and key in lines[0] and "already in use" in lines[0] and str(config) in lines[0]
     assert not (tmp_path / "data" / "broker-a-0").exists(), "no data may be touched before the ports are known to be free"
 
 

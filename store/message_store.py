@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections import deque
 from dataclasses import replace
 from typing import Callable, Sequence

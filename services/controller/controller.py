@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from ha.controller.codes import ResponseCode
 from ha.controller.commands import decide
 from ha.controller.events import encode_event
-from ha.controller.liveness import BrokerLiveness, Heartbeat
+from ha.controller.liveness import Heartbeat
 from ha.controller.requests import Reply, Request
 from ha.controller.scan import elections_needed
 from ha.raft.errors import NotLeader, RaftError

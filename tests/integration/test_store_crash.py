@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from metadata.message import Prop
 from store.config import FlushDiskType, StoreConfig
 from store.message_store import MessageStore
 

@@ -34,6 +34,7 @@ def build_container(config_path: str, broker_paths: str | None):
     from container.config import load_container_config
     from container.hosted_broker import bind_broker
     from container.runtime import BrokerContainer
+    from container.security import load_accounts, load_tls_material
     from metadata.config import bind
     from services.messaging.config import MessagingConfig
     from services.nameserver.config import NamesrvConfig
@@ -43,7 +44,9 @@ def build_container(config_path: str, broker_paths: str | None):
         raise ConfigError(config_path, None, "no brokers: add [[broker]] tables or brokerConfigPaths")
     specs = [bind_broker(entry, config) for entry in entries]
     messaging = bind(MessagingConfig, values, config_path)
-    return BrokerContainer(config, specs, messaging, config_path, nameserver_values=values)
+    tls = load_tls_material(config, config_path)
+    accounts = load_accounts(messaging, config_path)
+    return BrokerContainer(config, specs, messaging, config_path, nameserver_values=values, tls=tls, accounts=accounts)
 
 
 async def serve(container) -> None:
@@ -58,7 +61,9 @@ async def serve(container) -> None:
         raise
     from container.collector import freeze_startup_heap
     log.debug("objects frozen after start: %d", freeze_startup_heap())
-    print(f"relaymq: container ready, clients connect to {container.config.broker_container_ip}:{container.ports['client']}", flush=True)
+    host = container.config.broker_container_ip
+    tls = f", TLS clients to {host}:{container.ports['tls']}" if "tls" in container.ports else ""
+    print(f"relaymq: container ready, clients connect to {host}:{container.ports['client']}{tls}", flush=True)
     await stop.wait()
     log.info("stopping: draining and flushing")
     await container.stop()

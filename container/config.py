@@ -42,6 +42,15 @@ class ContainerConfig:
     broker_container_ip: str = config_field("brokerContainerIP", "127.0.0.1", doc="host advertised to clients and the nameserver")
     grpc_server_port: int = config_field("grpcServerPort", 8081, minimum=0, maximum=65535, doc="client gRPC endpoint (RocketMQ 5 protocol)")
     grpc_bind_address: str = config_field("grpcBindAddress", "", doc="address the client endpoint binds; empty: brokerContainerIP")
+    grpc_tls_port: int = config_field("grpcTlsPort", 0, minimum=0, maximum=65535,
+                                      doc="second client gRPC endpoint, over TLS, for clients that default to TLS "
+                                          "(Java, Go, C#, C++); 0: off")
+    tls_server_cert_path: str = config_field("tlsServerCertPath", "",
+                                             doc="PEM certificate chain of the TLS endpoint (RocketMQ's tls.server.certPath; "
+                                                 "relative to the container file); required with grpcTlsPort")
+    tls_server_key_path: str = config_field("tlsServerKeyPath", "",
+                                            doc="PEM private key, unencrypted, of the TLS endpoint (RocketMQ's tls.server.keyPath; "
+                                                "relative to the container file); required with grpcTlsPort")
     listen_port: int = config_field("listenPort", 10911, minimum=0, maximum=65535, doc="internal admin endpoint")
     ha_listen_port: int = config_field("haListenPort", 10912, minimum=0, maximum=65535,
                                        doc="replication port slaves of this container's masters connect to (0: any free port)")
@@ -115,6 +124,8 @@ def load_container_config(path: Path | str, broker_paths: str | None = None,
         ignored.add(key)
     values = {k: v for k, v in keys.items() if k not in ignored}
     config = bind(ContainerConfig, values, str(path))
+    if config.grpc_tls_port and config.grpc_tls_port == config.grpc_server_port:
+        raise ConfigError(str(path), "grpcTlsPort", f"{config.grpc_tls_port} is also grpcServerPort; TLS needs a port of its own")
     if not config.store_path_root_dir.is_absolute():
         config = replace(config, store_path_root_dir=(Path.cwd() / config.store_path_root_dir).resolve())
     return config, _broker_entries(document, path, broker_paths), values

@@ -69,6 +69,14 @@ class ContainerDirectory:
                 log.warning("route of %s from the nameserver failed (%s); answering from local brokers", topic, exc)
         return self.local_route(topic)
 
+    def tls_endpoint(self, endpoint: tuple[str, int]) -> tuple[str, int] | None:
+        """This container's TLS endpoint when ``endpoint`` is its plaintext one; None otherwise
+        (the nameserver knows only the plaintext endpoints of other containers)."""
+        ports = self.container.ports
+        if "tls" not in ports or endpoint != (self.container.config.broker_container_ip, ports.get("client")):
+            return None
+        return endpoint[0], ports["tls"]
+
     def local_route(self, topic: str) -> list[QueueRoute]:
         endpoint = (self.container.config.broker_container_ip, self.container.ports.get("client", self.container.config.grpc_server_port))
         routes: list[QueueRoute] = []

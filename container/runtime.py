@@ -2,7 +2,9 @@
 
 Composition only.  Start order: check every port; start the embedded nameserver (if any);
 open every broker (store recovery, then the broker); mount the client protocol, the health
-service and the admin service; start serving; register with the nameserver; start the
+service and the admin service; start serving (the client server listens on
+``grpcServerPort`` in plaintext and, with ``grpcTlsPort``, on a second port over TLS:
+grpcio takes one credential type per port); register with the nameserver; start the
 periodic registration and heartbeat.  Stop order is the reverse: stop accepting (grace
 period for in-flight calls), unregister, stop brokers (persist), flush and close stores,
 stop the nameserver.  Nothing in here decides anything about messages.
@@ -26,6 +28,8 @@ from container.hosted_broker import (BrokerSpec, HostedBroker, check_unique, clo
                                      start_replication)
 from container.ports import check_ports_free
 from container.registration import Registration
+from container.security import TlsMaterial
+from metadata.authentication import Accounts
 from metadata.config import ConfigError
 from scheduler.clock import Clock, SystemClock
 from scheduler.periodic import PeriodicTasks
@@ -41,12 +45,17 @@ log = logging.getLogger(__name__)
 
 class BrokerContainer:
     def __init__(self, config: ContainerConfig, specs: list[BrokerSpec], messaging: MessagingConfig,
-                 where: str, nameserver_values: Mapping[str, object] | None = None, clock: Clock | None = None):
+                 where: str, nameserver_values: Mapping[str, object] | None = None, clock: Clock | None = None,
+                 tls: TlsMaterial | None = None, accounts: Accounts | None = None):
+        """``tls`` must be given when ``grpcTlsPort`` is set (``container.security`` reads it)."""
+        assert tls is not None or not config.grpc_tls_port, "grpcTlsPort needs its certificate and key"
         check_unique(specs)
         self.config = config
         self.specs = list(specs)
         self.messaging = messaging
         self.where = where
+        self.tls = tls
+        self.accounts = accounts
         self.clock = clock or SystemClock()
         self.hosted: dict[str, HostedBroker] = {}
         self.directory = ContainerDirectory(self)
@@ -66,6 +75,8 @@ class BrokerContainer:
         c = self.config
         ports = [("grpcServerPort", c.client_bind_host, c.grpc_server_port), ("listenPort", c.admin_bind_address, c.listen_port),
                  ("haListenPort", c.admin_bind_address, c.ha_listen_port)]
+        if c.grpc_tls_port:
+            ports.append(("grpcTlsPort", c.client_bind_host, c.grpc_tls_port))
         if c.metrics_port:
             ports.append(("metricsPromExporterPort", c.metrics_host, c.metrics_port))
         if c.start_embedded_namesrv:
@@ -89,8 +100,9 @@ class BrokerContainer:
         self.tasks.declare("store-metrics", 5_000, self._refresh_store_metrics, 1_000)
         self.tasks.declare("ha-housekeeping", 1_000, self._ha_housekeeping, 1_000)
         self.tasks.start()
-        log.info("container started: client endpoint %s:%d, admin %s:%d, brokers %s", self.config.broker_container_ip,
-                 self.ports["client"], self.config.admin_bind_address, self.ports["admin"], ", ".join(self.hosted))
+        log.info("container started: client endpoint %s:%d%s, admin %s:%d, brokers %s", self.config.broker_container_ip,
+                 self.ports["client"], f" (TLS {self.ports['tls']})" if "tls" in self.ports else "",
+                 self.config.admin_bind_address, self.ports["admin"], ", ".join(self.hosted))
 
     async def _start_nameserver(self) -> None:
         from services.nameserver.config import NamesrvConfig
@@ -103,9 +115,14 @@ class BrokerContainer:
 
     async def _start_servers(self) -> None:
         self._client_server = grpc.aio.server(options=server_options(self.messaging))
-        self.directory.attach_registry(add_messaging_services(self._client_server, self.directory, self.messaging, self.clock))
+        self.directory.attach_registry(add_messaging_services(self._client_server, self.directory, self.messaging, self.clock,
+                                                              accounts=self.accounts, tls_endpoint=self.directory.tls_endpoint))
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._client_server)
         self.ports["client"] = self._bind(self._client_server, "grpcServerPort", self.config.client_bind_host, self.config.grpc_server_port)
+        if self.tls is not None:
+            credentials = grpc.ssl_server_credentials([(self.tls.private_key, self.tls.certificate_chain)])
+            self.ports["tls"] = self._bind(self._client_server, "grpcTlsPort", self.config.client_bind_host,
+                                           self.config.grpc_tls_port, credentials)
         self._internal_server = grpc.aio.server(options=[("grpc.max_send_message_length", MAX_FRAME_BYTES),
                                                          ("grpc.max_receive_message_length", MAX_FRAME_BYTES)])
         from services.admin.service import add_admin_service
@@ -126,9 +143,12 @@ class BrokerContainer:
         self._ha_listener.start()
         await self._set_health(health_pb2.HealthCheckResponse.SERVING)
 
-    def _bind(self, server: grpc.aio.Server, key: str, host: str, port: int) -> int:
+    def _bind(self, server: grpc.aio.Server, key: str, host: str, port: int, credentials=None) -> int:
         try:
-            bound = server.add_insecure_port(f"{host}:{port}")
+            if credentials is None:
+                bound = server.add_insecure_port(f"{host}:{port}")
+            else:
+                bound = server.add_secure_port(f"{host}:{port}", credentials)
         except RuntimeError as exc:
             raise ConfigError(self.where, key, f"cannot listen on {host}:{port} ({exc})") from None
         if bound == 0:

@@ -69,3 +69,12 @@ class MessagingConfig:
                                                doc="a client without heartbeat or stream for this long is forgotten")
     max_clients: int = config_field("maxClientNum", 100_000, unit="clients", minimum=1,
                                     doc="most client ids remembered by the client registry")
+    authentication_enabled: bool = config_field("authenticationEnabled", False,
+                                                doc="check every call's MQv2-HMAC-SHA1 signature against authenticationAccountsFile; "
+                                                    "refused calls get UNAUTHORIZED (40100)")
+    authentication_accounts_file: str = config_field("authenticationAccountsFile", "",
+                                                     doc="TOML file of [[accounts]] tables with accessKey and secretKey "
+                                                         "(relative to the container file); required when authenticationEnabled")
+    authentication_max_clock_skew_ms: int = config_field("authenticationMaxClockSkewMillis", 900_000, unit="ms", minimum=0,
+                                                         doc="how far x-mq-date-time may be from the server's UTC or local "
+                                                             "time (clients send local time); 0: not checked")

@@ -68,6 +68,19 @@ def client_context(metadata) -> ClientContext:
                          values.get("x-mq-namespace", ""))
 
 
+def signature_metadata(metadata) -> tuple[str, str]:
+    """``authorization`` and ``x-mq-date-time`` ("" when absent), for ``metadata.authentication``."""
+    authorization = date_time = ""
+    for key, value in metadata or ():
+        if isinstance(value, str):
+            lowered = key.lower()
+            if lowered == "authorization":
+                authorization = value
+            elif lowered == "x-mq-date-time":
+                date_time = value
+    return authorization, date_time
+
+
 def topic_name(resource, *, allow_system: bool = True) -> str:
     name = resource.name
     if not is_valid_topic_name(name):

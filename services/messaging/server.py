@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import grpc
 
+from metadata.authentication import Accounts
 from proto import messaging_service_pb2_grpc as service_grpc
 from services.broker.api import BrokerDirectory
 from services.messaging.client_registry import ClientRegistry
@@ -55,9 +56,12 @@ class _GenericHandlersOnly:
         pass
 
 
-def add_messaging_services(server: grpc.aio.Server, directory: BrokerDirectory, config: MessagingConfig, clock) -> ClientRegistry:
+def add_messaging_services(server: grpc.aio.Server, directory: BrokerDirectory, config: MessagingConfig, clock,
+                           accounts: Accounts | None = None, tls_endpoint=None) -> ClientRegistry:
+    """``accounts`` authenticate calls when ``authenticationEnabled``; ``tls_endpoint`` maps a
+    plaintext client endpoint to the TLS one serving the same brokers (see the servicer)."""
     registry = ClientRegistry(config, clock)
-    service_grpc.add_MessagingServiceServicer_to_server(MessagingService(directory, config, clock, registry),
-                                                        _GenericHandlersOnly(server))
+    service = MessagingService(directory, config, clock, registry, accounts=accounts, tls_endpoint=tls_endpoint)
+    service_grpc.add_MessagingServiceServicer_to_server(service, _GenericHandlersOnly(server))
     server.add_generic_rpc_handlers((_metrics_sink(),))
     return registry

@@ -11,18 +11,28 @@ Rules:
   ``delivery_timestamp``; an empty poll answers MESSAGE_NOT_FOUND.  The long poll ends
   ``longPollingReserveTimeInMillis`` before the client's deadline.
 - Metrics: sends, receives and acks per broker and topic; latency and non-OK codes per RPC.
+- :meth:`MessagingService.client_of` is the one place call metadata is read.  With
+  ``authenticationEnabled`` it first checks the call's signature
+  (``metadata.authentication``); a refused call is UNAUTHORIZED before anything else is
+  looked at.  Disabled, the ``authorization`` header is ignored (clients send it even
+  without credentials).
+- Routes asked for over the TLS endpoint name TLS endpoints: the client reuses the scheme
+  it connected with for every broker endpoint it is given.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
+from typing import Callable
 
+from metadata import authentication
 from metadata.status import Code, RequestRejected
 from proto import messaging_definition_pb2 as pb
 from proto import messaging_service_pb2 as service
 from proto import messaging_service_pb2_grpc as service_grpc
 from services import metrics
-from services.broker.api import BrokerApi, BrokerDirectory, GroupSettings
+from services.broker.api import BrokerApi, BrokerDirectory, GroupSettings, QueueRoute
 from services.messaging import converters, responses
 from services.messaging.client_registry import ClientRegistry
 from services.messaging.config import MessagingConfig
@@ -34,15 +44,39 @@ _CLIENT_TYPES = {pb.PRODUCER: "PRODUCER", pb.PUSH_CONSUMER: "PUSH_CONSUMER", pb.
                  pb.PULL_CONSUMER: "PULL_CONSUMER"}
 
 
+Endpoint = tuple[str, int]
+
+
 class MessagingService(service_grpc.MessagingServiceServicer):
-    def __init__(self, directory: BrokerDirectory, config: MessagingConfig, clock, registry: ClientRegistry):
+    def __init__(self, directory: BrokerDirectory, config: MessagingConfig, clock, registry: ClientRegistry,
+                 accounts: authentication.Accounts | None = None,
+                 tls_endpoint: Callable[[Endpoint], Endpoint | None] | None = None):
+        """``tls_endpoint``: the TLS endpoint serving what a plaintext endpoint serves, when known."""
         self._directory = directory
         self._config = config
         self._clock = clock
         self._registry = registry
+        self._accounts = accounts or authentication.Accounts({})
+        self._tls_endpoint = tls_endpoint
         self._next_expiry_ms = 0
 
     # ---------------------------------------------------------------- the one place
+
+    def client_of(self, context) -> converters.ClientContext:
+        """The caller, from the call's metadata; authenticated first when that is enabled."""
+        metadata = context.invocation_metadata()
+        if self._config.authentication_enabled:
+            self._authenticate(metadata)
+        return converters.client_context(metadata)
+
+    def _authenticate(self, metadata) -> None:
+        authorization, date_time = converters.signature_metadata(metadata)
+        now_ms = self._clock.now_ms()
+        rejection = authentication.verify(self._accounts, authorization, date_time, now_ms, _utc_offset_ms(now_ms),
+                                          self._config.authentication_max_clock_skew_ms)
+        if rejection is not None:
+            log.debug("call refused: %s", rejection.name)
+            raise RequestRejected(Code.UNAUTHORIZED, f"not authenticated: {rejection.value}")
 
     def _failure(self, method: str, error: Exception) -> pb.Status:
         if isinstance(error, RequestRejected):
@@ -58,7 +92,7 @@ class MessagingService(service_grpc.MessagingServiceServicer):
     async def _answer(self, method, response_cls, work, request, context, on_reject=None):
         started = time.perf_counter()
         try:
-            client = converters.client_context(context.invocation_metadata())
+            client = self.client_of(context)
             response = await work(request, client, context)
         except Exception as error:  # noqa: BLE001 - mapped to a status below, never re-raised
             response = response_cls(status=self._failure(method, error))
@@ -88,6 +122,16 @@ class MessagingService(service_grpc.MessagingServiceServicer):
                 return broker.group_settings(group)
         return GroupSettings()
 
+    def _over_transport(self, routes: list[QueueRoute], context) -> list[QueueRoute]:
+        """Over TLS, each endpoint this container also serves over TLS becomes that TLS endpoint."""
+        if self._tls_endpoint is None or not _over_tls(context):
+            return routes
+        secured = []
+        for route in routes:
+            endpoint = self._tls_endpoint(route.endpoint)
+            secured.append(route if endpoint is None else dataclasses.replace(route, endpoint=endpoint))
+        return secured
+
     def _maybe_expire_clients(self) -> None:
         now = self._clock.monotonic_ms()
         if now >= self._next_expiry_ms:
@@ -101,7 +145,7 @@ class MessagingService(service_grpc.MessagingServiceServicer):
 
     async def _query_route(self, request, client, context):
         topic = converters.topic_name(request.topic)
-        routes = await self._directory.route(topic)
+        routes = self._over_transport(await self._directory.route(topic), context)
         if not routes:
             raise RequestRejected(Code.TOPIC_NOT_FOUND, f"topic {topic} does not exist")
         fallback = request.endpoints if request.HasField("endpoints") else None
@@ -166,7 +210,7 @@ class MessagingService(service_grpc.MessagingServiceServicer):
 
     async def _query_assignment(self, request, client, context):
         topic, group = converters.topic_and_group(request)
-        routes = await self._directory.route(topic)
+        routes = self._over_transport(await self._directory.route(topic), context)
         if not routes:
             raise RequestRejected(Code.TOPIC_NOT_FOUND, f"topic {topic} does not exist")
         fifo = self.group_settings(group, [topic]).fifo
@@ -180,7 +224,7 @@ class MessagingService(service_grpc.MessagingServiceServicer):
         started = time.perf_counter()
         code = int(Code.OK)
         try:
-            client = converters.client_context(context.invocation_metadata())
+            client = self.client_of(context)
             broker, receive = self._prepare_receive(request, client, context)
             deliveries = await broker.receive(receive)
         except Exception as error:  # noqa: BLE001 - becomes the stream's status
@@ -275,6 +319,16 @@ class MessagingService(service_grpc.MessagingServiceServicer):
 
     async def SyncLiteSubscription(self, request, context):
         return service.SyncLiteSubscriptionResponse(status=_not_implemented("SyncLiteSubscription"))
+
+
+def _utc_offset_ms(now_ms: int) -> int:
+    """The server's local time minus UTC at ``now_ms`` (clients sign their local time)."""
+    return time.localtime(now_ms // 1000).tm_gmtoff * 1000
+
+
+def _over_tls(context) -> bool:
+    auth_context = getattr(context, "auth_context", None)
+    return auth_context is not None and b"ssl" in auth_context().get("transport_security_type", ())
 
 
 def _not_implemented(method: str) -> pb.Status:

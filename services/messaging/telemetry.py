@@ -7,8 +7,9 @@ Rules:
 - Streams that never send settings are fine: the client is still registered and routable
   by id.  Commands other than ``settings`` are ignored.
 - Unlike the other RPCs, Telemetry fails with gRPC errors, as the proxy does: a missing
-  client id or settings without publishing/subscription give INVALID_ARGUMENT; an
-  unexpected failure gives INTERNAL (logged).
+  client id or settings without publishing/subscription give INVALID_ARGUMENT; a call
+  that is not authenticated gives UNAUTHENTICATED; an unexpected failure gives INTERNAL
+  (logged).  The metadata is signed once, when the stream opens.
 - The reader runs as its own task and puts replies in the same bounded outbox the server
   pushes into, so one writer (this generator) owns the response stream.
 """
@@ -20,9 +21,9 @@ from dataclasses import dataclass
 
 import grpc
 
-from metadata.status import RequestRejected
+from metadata.status import Code, RequestRejected
 from proto import messaging_service_pb2 as service
-from services.messaging import converters, responses, settings
+from services.messaging import responses, settings
 from services.messaging.client_registry import ClientRegistry, TelemetryStream
 from services.messaging.config import MessagingConfig
 
@@ -39,9 +40,10 @@ class _End:
 
 async def serve_telemetry(owner, registry: ClientRegistry, config: MessagingConfig, request_iterator, context):
     try:
-        client = converters.client_context(context.invocation_metadata())
+        client = owner.client_of(context)
     except RequestRejected as rejected:
-        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, rejected.message)
+        code = grpc.StatusCode.UNAUTHENTICATED if rejected.code == Code.UNAUTHORIZED else grpc.StatusCode.INVALID_ARGUMENT
+        await context.abort(code, rejected.message)
         return
     stream = registry.open_stream(client.client_id)
     reader = asyncio.create_task(_read(owner, registry, config, stream, request_iterator))

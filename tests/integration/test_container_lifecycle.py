@@ -79,7 +79,7 @@ def test_sigterm_exits_zero_and_restart_serves_acknowledged_messages(tmp_path):
         process.kill()
 
 
-@pytest.mark.parametrize("key", ["grpcServerPort", "haListenPort"])
+@pytest.mark.parametrize("key", ["grpcServerPort", "haListenPort", "grpcTlsPort"])
 def test_port_in_use_is_one_clear_line(tmp_path, key):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
@@ -89,6 +89,10 @@ def test_port_in_use_is_one_clear_line(tmp_path, key):
             process.client_port = busy.getsockname()[1]
         else:
             process.extra[key] = busy.getsockname()[1]
+        if key == "grpcTlsPort":
+            from tests.support.tls import self_signed_certificate
+            cert, private_key = self_signed_certificate(tmp_path / "pem")
+            process.extra.update(tlsServerCertPath=str(cert), tlsServerKeyPath=str(private_key))
         config = process.write_config()
         result = relaymq("container", "-c", str(config))
     assert result.returncode == 2

@@ -2,17 +2,21 @@
 
 Scenarios: produce (normal, fifo, delay), transaction (client commit/rollback plus an
 orphan answered through Telemetry), simple (receive/ack, nack redelivery, no-ack to DLQ),
-push (PushConsumer with an optional failing first delivery).  Every event is printed as
-``@@{json}``; the script exits 0 when its expectation was met before its deadline, 2 when
-not.  Imports only the official client and the standard library.
+push (PushConsumer with an optional failing first delivery).  ``--tls`` connects over TLS
+(the roots come from ``GRPC_DEFAULT_SSL_ROOTS_FILE_PATH``); ``--access-key``/``--secret-key``
+sign every call.  Every event is printed as ``@@{json}``; the script exits 0 when its
+expectation was met before its deadline, 2 when not, 3 when the client raised (an ``error``
+event names the exception).  Imports only the official client and the standard library.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import threading
 import time
+import traceback
 
 from rocketmq import (ClientConfiguration, ConsumeResult, Credentials, FilterExpression, Message, MessageListener,
                       Producer, PushConsumer, SimpleConsumer, TransactionChecker, TransactionResolution)
@@ -20,6 +24,16 @@ from rocketmq.grpc_protocol import FilterType
 
 
 _OUT = threading.Lock()
+CLIENT_ERRORS: list[str] = []  # the client logs the status behind many of its exceptions
+
+
+class _ErrorLog(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.ERROR and len(CLIENT_ERRORS) < 20:
+            CLIENT_ERRORS.append(record.getMessage()[:300])
+
+
+logging.getLogger("rocketmq-python-client").addHandler(_ErrorLog())
 
 
 def emit(event: str, **fields) -> None:
@@ -30,7 +44,7 @@ def emit(event: str, **fields) -> None:
 
 
 def config(args) -> ClientConfiguration:
-    return ClientConfiguration(args.endpoint, Credentials(), request_timeout=args.request_timeout)
+    return ClientConfiguration(args.endpoint, Credentials(args.access_key, args.secret_key), request_timeout=args.request_timeout)
 
 
 def new_message(topic: str, body: str, tag: str | None = None) -> Message:
@@ -45,7 +59,7 @@ def new_message(topic: str, body: str, tag: str | None = None) -> Message:
 
 
 def produce(args) -> int:
-    producer = Producer(config(args), (args.topic,))
+    producer = Producer(config(args), (args.topic,), None, args.tls)
     producer.startup()
     try:
         for index in range(args.count):
@@ -103,7 +117,7 @@ def transaction(args) -> int:
 
 def simple(args) -> int:
     expression = FilterExpression(args.filter, FilterType.SQL) if args.sql else FilterExpression(args.filter)
-    consumer = SimpleConsumer(config(args), args.group, {args.topic: expression}, await_duration=args.await_s)
+    consumer = SimpleConsumer(config(args), args.group, {args.topic: expression}, await_duration=args.await_s, tls_enable=args.tls)
     consumer.startup()
     acked, deadline, nacked = set(), time.monotonic() + args.deadline_s, set()
     try:
@@ -183,8 +197,20 @@ def main() -> int:
     parser.add_argument("--mode", default="ack")
     parser.add_argument("--deadline-s", type=float, default=20)
     parser.add_argument("--request-timeout", type=int, default=3)
+    parser.add_argument("--tls", action="store_true", help="produce and simple only")
+    parser.add_argument("--access-key", default="")
+    parser.add_argument("--secret-key", default="")
     args = parser.parse_args()
-    return {"produce": produce, "transaction": transaction, "simple": simple, "push": push}[args.scenario](args)
+    try:
+        return {"produce": produce, "transaction": transaction, "simple": simple, "push": push}[args.scenario](args)
+    except Exception as error:  # noqa: BLE001 - reported to the test as an event
+        causes, cause = [], error.__cause__ or error.__context__
+        while cause is not None and len(causes) < 5:
+            causes.append(f"{type(cause).__name__}: {str(cause)[:300]}")
+            cause = cause.__cause__ or cause.__context__
+        emit("error", kind=type(error).__name__, message=str(error)[:500], causes=causes, client_errors=CLIENT_ERRORS[-5:])
+        traceback.print_exc()
+        return 3
 
 
 if __name__ == "__main__":

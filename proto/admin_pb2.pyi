@@ -290,6 +290,46 @@ class AdminGetReplicaMetadataResponse(_message.Message):
     timer_checkpoint: AdminReplicaDocument
     def __init__(self, broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ..., role: _Optional[str] = ..., topics: _Optional[_Union[AdminReplicaDocument, _Mapping]] = ..., subscription_groups: _Optional[_Union[AdminReplicaDocument, _Mapping]] = ..., consumer_offsets: _Optional[_Union[AdminReplicaDocument, _Mapping]] = ..., timer_checkpoint: _Optional[_Union[AdminReplicaDocument, _Mapping]] = ...) -> None: ...
 
+class AdminQueueOffset(_message.Message):
+    __slots__ = ("topic", "group", "queue_id", "offset")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    group: str
+    queue_id: int
+    offset: int
+    def __init__(self, topic: _Optional[str] = ..., group: _Optional[str] = ..., queue_id: _Optional[int] = ..., offset: _Optional[int] = ...) -> None: ...
+
+class AdminWriteConsumerOffsetsRequest(_message.Message):
+    __slots__ = ("broker_name", "broker_id", "expected_data_version", "offsets")
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_DATA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    broker_id: int
+    expected_data_version: AdminDataVersion
+    offsets: _containers.RepeatedCompositeFieldContainer[AdminQueueOffset]
+    def __init__(self, broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ..., expected_data_version: _Optional[_Union[AdminDataVersion, _Mapping]] = ..., offsets: _Optional[_Iterable[_Union[AdminQueueOffset, _Mapping]]] = ...) -> None: ...
+
+class AdminWriteConsumerOffsetsResponse(_message.Message):
+    __slots__ = ("broker_name", "broker_id", "written", "data_version", "offsets", "detail")
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    WRITTEN_FIELD_NUMBER: _ClassVar[int]
+    DATA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    broker_id: int
+    written: bool
+    data_version: AdminDataVersion
+    offsets: _containers.RepeatedCompositeFieldContainer[AdminQueueOffset]
+    detail: str
+    def __init__(self, broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ..., written: _Optional[bool] = ..., data_version: _Optional[_Union[AdminDataVersion, _Mapping]] = ..., offsets: _Optional[_Iterable[_Union[AdminQueueOffset, _Mapping]]] = ..., detail: _Optional[str] = ...) -> None: ...
+
 class AdminAddBrokerRequest(_message.Message):
     __slots__ = ("config_path",)
     CONFIG_PATH_FIELD_NUMBER: _ClassVar[int]

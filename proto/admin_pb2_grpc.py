@@ -89,6 +89,11 @@ class BrokerAdminStub:
                 request_serializer=proto_dot_admin__pb2.AdminGetReplicaMetadataRequest.SerializeToString,
                 response_deserializer=proto_dot_admin__pb2.AdminGetReplicaMetadataResponse.FromString,
                 _registered_method=True)
+        self.WriteConsumerOffsets = channel.unary_unary(
+                '/relaymq.internal.v1.BrokerAdmin/WriteConsumerOffsets',
+                request_serializer=proto_dot_admin__pb2.AdminWriteConsumerOffsetsRequest.SerializeToString,
+                response_deserializer=proto_dot_admin__pb2.AdminWriteConsumerOffsetsResponse.FromString,
+                _registered_method=True)
         self.AddBroker = channel.unary_unary(
                 '/relaymq.internal.v1.BrokerAdmin/AddBroker',
                 request_serializer=proto_dot_admin__pb2.AdminAddBrokerRequest.SerializeToString,
@@ -170,6 +175,12 @@ class BrokerAdminServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WriteConsumerOffsets(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def AddBroker(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -239,6 +250,11 @@ def add_BrokerAdminServicer_to_server(servicer, server):
                     servicer.GetReplicaMetadata,
                     request_deserializer=proto_dot_admin__pb2.AdminGetReplicaMetadataRequest.FromString,
                     response_serializer=proto_dot_admin__pb2.AdminGetReplicaMetadataResponse.SerializeToString,
+            ),
+            'WriteConsumerOffsets': grpc.unary_unary_rpc_method_handler(
+                    servicer.WriteConsumerOffsets,
+                    request_deserializer=proto_dot_admin__pb2.AdminWriteConsumerOffsetsRequest.FromString,
+                    response_serializer=proto_dot_admin__pb2.AdminWriteConsumerOffsetsResponse.SerializeToString,
             ),
             'AddBroker': grpc.unary_unary_rpc_method_handler(
                     servicer.AddBroker,
@@ -548,6 +564,33 @@ class BrokerAdmin:
             '/relaymq.internal.v1.BrokerAdmin/GetReplicaMetadata',
             proto_dot_admin__pb2.AdminGetReplicaMetadataRequest.SerializeToString,
             proto_dot_admin__pb2.AdminGetReplicaMetadataResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WriteConsumerOffsets(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/relaymq.internal.v1.BrokerAdmin/WriteConsumerOffsets',
+            proto_dot_admin__pb2.AdminWriteConsumerOffsetsRequest.SerializeToString,
+            proto_dot_admin__pb2.AdminWriteConsumerOffsetsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,16 +1,20 @@
 """Pop log records: what the broker appends to ``rmq_sys_REVIVE_LOG`` for every pop decision.
 
 Rules:
-- Three records: :class:`PopRecord` (deliveries from one queue and how far the pop cursor
+- Four records: :class:`PopRecord` (deliveries from one queue and how far the pop cursor
   moved; offsets in ``[from_offset, to_offset)`` that are not entries were filtered out and
-  count as consumed), :class:`ChangeRecord` (new seq and deadline of one in-flight entry) and
-  :class:`AckRecord`.  They are applied by :class:`scheduler.pop.table.PopTable` idempotently,
-  so replaying any suffix of the log over a snapshot gives the same state.
+  count as consumed), :class:`ChangeRecord` (new seq and deadline of one in-flight entry),
+  :class:`AckRecord`, and :class:`SkipRecord` (everything below an offset is consumed: an
+  admin offset write, forward only).  They are applied by
+  :class:`scheduler.pop.table.PopTable` idempotently, so replaying any suffix of the log over
+  a snapshot gives the same state.
 - Bodies are compact JSON; :func:`decode_record` returns None for a body it does not know
   (a record from a newer version is skipped, not fatal).
 - :func:`encode_records` writes a run of acks of one queue as one body (``"t": "acks"``):
   an AckMessage of 32 handles is one record, not 32 (one record is also all-or-nothing in a
-  crash).  :func:`decode_records` gives back the single records, in order.
+  crash).  Consecutive skips share one body (``"t": "skips"``) of at most
+  ``SKIPS_PER_BODY``, so an admin write of many queues stays within a put's record count.
+  :func:`decode_records` gives back the single records, in order.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from dataclasses import dataclass
 from typing import Sequence, Union
 
 REVIVE_TOPIC = "rmq_sys_REVIVE_LOG"
+SKIPS_PER_BODY = 1000  # a body of 1000 skips of the longest names is about 400 KB, under maxMessageSize
 
 
 @dataclass(frozen=True)
@@ -71,7 +76,15 @@ class AckRecord:
     offset: int
 
 
-Record = Union[PopRecord, ChangeRecord, AckRecord]
+@dataclass(frozen=True)
+class SkipRecord:
+    """Every offset below ``offset`` is consumed (in flight or not)."""
+
+    key: QueueKey
+    offset: int
+
+
+Record = Union[PopRecord, ChangeRecord, AckRecord, SkipRecord]
 
 
 def encode_record(record: Record) -> bytes:
@@ -81,6 +94,8 @@ def encode_record(record: Record) -> bytes:
                 "e": [entry.to_json() for entry in record.entries]}
     elif isinstance(record, ChangeRecord):
         body = {"t": "chg", "k": key, "o": record.offset, "s": record.seq, "d": record.deadline_ms}
+    elif isinstance(record, SkipRecord):
+        body = {"t": "skip", "k": key, "o": record.offset}
     else:
         body = {"t": "ack", "k": key, "o": record.offset}
     return json.dumps(body, separators=(",", ":")).encode()
@@ -96,8 +111,14 @@ def encode_records(records: Sequence[Record]) -> list[bytes]:
         if isinstance(record, AckRecord):
             while end < len(records) and isinstance(records[end], AckRecord) and records[end].key == record.key:
                 end += 1
+        elif isinstance(record, SkipRecord):
+            while end < len(records) and end - index < SKIPS_PER_BODY and isinstance(records[end], SkipRecord):
+                end += 1
         if end - index == 1:
             bodies.append(encode_record(record))
+        elif isinstance(record, SkipRecord):
+            skips = [[skip.key.group, skip.key.topic, skip.key.queue_id, skip.offset] for skip in records[index:end]]
+            bodies.append(json.dumps({"t": "skips", "s": skips}, separators=(",", ":")).encode())
         else:
             key = [record.key.group, record.key.topic, record.key.queue_id]
             offsets = [ack.offset for ack in records[index:end]]
@@ -113,6 +134,8 @@ def decode_records(body: bytes) -> tuple[Record, ...]:
         if isinstance(value, dict) and value.get("t") == "acks":
             key = QueueKey(str(value["k"][0]), str(value["k"][1]), int(value["k"][2]))
             return tuple(AckRecord(key, int(offset)) for offset in value["os"])
+        if isinstance(value, dict) and value.get("t") == "skips":
+            return tuple(SkipRecord(QueueKey(str(g), str(t), int(q)), int(o)) for g, t, q, o in value["s"])
     except (ValueError, KeyError, TypeError, IndexError):
         return ()
     record = _record(value)
@@ -138,6 +161,8 @@ def _record(value) -> Record | None:
             return ChangeRecord(key, int(value["o"]), int(value["s"]), int(value["d"]))
         if kind == "ack":
             return AckRecord(key, int(value["o"]))
+        if kind == "skip":
+            return SkipRecord(key, int(value["o"]))
     except (ValueError, KeyError, TypeError, IndexError):
         return None
     return None

@@ -5,7 +5,9 @@ Rules (invariants asserted in :meth:`QueueState.check`):
   acked; ``commit`` is the first offset not acked: everything before it is consumed, and it is
   the consumer offset written to consumerOffset.json.
 - Acked is final: a pop record for an acked offset (or one below ``commit``) is ignored; an
-  in-flight entry is only replaced by one with a larger seq.  These two rules make
+  in-flight entry is only replaced by one with a larger seq.  A skip only ever raises
+  ``commit`` (everything below its offset becomes consumed, in flight or not, and the pop
+  cursor moves up to it if behind); a skip at or below ``commit`` changes nothing.  These rules make
   :meth:`PopTable.apply` idempotent and order-tolerant, which is what lets the broker replay
   any suffix of the pop log over a snapshot.
 - ``seq`` values are unique and grow: :meth:`PopTable.next_seq` never returns a value at or
@@ -19,7 +21,7 @@ from enum import Enum
 from typing import Any, Iterator, Sequence
 
 from scheduler.pop.receipt import ReceiptHandle
-from scheduler.pop.records import ChangeRecord, InFlight, PopRecord, QueueKey, Record
+from scheduler.pop.records import ChangeRecord, InFlight, PopRecord, QueueKey, Record, SkipRecord
 
 
 class HandleCheck(str, Enum):
@@ -127,12 +129,28 @@ class PopTable:
                 # a change keeps the attempt: the next delivery counts it
                 state.inflight[record.offset] = replace(entry, seq=record.seq, deadline_ms=record.deadline_ms)
             return None, False
+        if isinstance(record, SkipRecord):
+            return self._apply_skip(record)
         state = self.queues.get(record.key)
         if state is None or state.is_consumed(record.offset) or record.offset >= state.pop_offset:
             return None, False
         state.inflight.pop(record.offset, None)
         state.acked.add(record.offset)
         return state, state.advance_commit()
+
+    def _apply_skip(self, record: SkipRecord) -> tuple[QueueState | None, bool]:
+        """O(in flight + acked) whatever the distance skipped (a PopRecord would ack one by one)."""
+        state = self.queues.get(record.key)
+        if state is None:
+            return self.ensure(record.key, record.offset), True
+        if record.offset <= state.commit:
+            return None, False
+        state.inflight = {offset: entry for offset, entry in state.inflight.items() if offset >= record.offset}
+        state.acked = {offset for offset in state.acked if offset >= record.offset}
+        state.commit = record.offset
+        state.pop_offset = max(state.pop_offset, record.offset)
+        state.advance_commit()
+        return state, True
 
     @staticmethod
     def _apply_pop(state: QueueState, record: PopRecord) -> bool:

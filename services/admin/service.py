@@ -9,6 +9,10 @@ Rules:
   re-registers with the nameserver) before the reply, so a route query that follows sees it.
 - ``GetReplicaMetadata`` serves one broker's tables as one snapshot (slave sync and
   pre-online pull it); it names a broker (and optionally its id), never "every broker".
+- ``WriteConsumerOffsets`` (compare-and-set, ``metadata.offset_write``) names one broker and
+  is refused on a slave (``BROKER_IS_SLAVE``: only the master's table is authoritative, slaves
+  adopt it by metadata sync).  A table that moved since the plan is a reply with
+  ``written = false``, not an error; a refused queue is a status named by its reason.
 - Exceptions become gRPC statuses in exactly one place, :func:`_status_of`; details start
   with a named reason (``BAD_REQUEST``, ``BROKER_NOT_EXIST``, ``TOPIC_NOT_FOUND``, ...).
 """
@@ -23,6 +27,7 @@ from typing import Any, Awaitable, Callable, Mapping, Union
 import grpc
 
 from metadata.config import ConfigError
+from metadata.offset_write import Moved, Refused, WriteRefusal
 from metadata.status import Code, RequestRejected
 from proto import admin_pb2 as pb
 from proto import admin_pb2_grpc as pb_grpc
@@ -36,6 +41,14 @@ log = logging.getLogger(__name__)
 
 TopicsChanged = Callable[[str], Union[None, Awaitable[None]]]
 ConfigLoader = Callable[[str], Mapping[str, Any]]
+
+
+_WRITE_REFUSAL_CODES = {
+    WriteRefusal.TOPIC_NOT_FOUND: grpc.StatusCode.NOT_FOUND,
+    WriteRefusal.QUEUE_NOT_FOUND: grpc.StatusCode.NOT_FOUND,
+    WriteRefusal.OFFSET_BEYOND_MAX: grpc.StatusCode.OUT_OF_RANGE,
+    WriteRefusal.OFFSET_BEHIND_COMMITTED: grpc.StatusCode.FAILED_PRECONDITION,
+}
 
 
 class AdminRefused(Exception):
@@ -226,13 +239,39 @@ class BrokerAdminServicer(pb_grpc.BrokerAdminServicer):
     @_rpc
     async def GetReplicaMetadata(self, request: pb.AdminGetReplicaMetadataRequest) -> pb.AdminGetReplicaMetadataResponse:
         name = conv.broker_name(request.broker_name, required=True)
-        if not request.HasField("broker_id"):
-            return replica_metadata_to_proto(self._select(name)[0].replica_metadata())
-        wanted = conv.broker_id(request.broker_id)
-        broker = next((b for b in self.container.brokers().values() if b.name == name and b.broker_id == wanted), None)
+        wanted = conv.broker_id(request.broker_id) if request.HasField("broker_id") else None
+        return replica_metadata_to_proto(self._replica(name, wanted).replica_metadata())
+
+    @_rpc
+    async def WriteConsumerOffsets(self, request: pb.AdminWriteConsumerOffsetsRequest) -> pb.AdminWriteConsumerOffsetsResponse:
+        write = conv.offset_write_from_proto(request)
+        broker = self._replica(write.broker_name, write.broker_id)
+        if broker.role != "MASTER":
+            raise AdminRefused(grpc.StatusCode.FAILED_PRECONDITION, "BROKER_IS_SLAVE",
+                               f"{broker.name} broker id {broker.broker_id} is a slave; write offsets on its master "
+                               f"(slaves adopt the master's offset table by metadata sync)")
+        decision = await broker.write_consumer_offsets(write.expected, write.offsets)
+        if isinstance(decision, Refused):
+            raise AdminRefused(_WRITE_REFUSAL_CODES[decision.reason], decision.reason.value, decision.detail)
+        reply = pb.AdminWriteConsumerOffsetsResponse(broker_name=broker.name, broker_id=broker.broker_id)
+        if isinstance(decision, Moved):
+            reply.written, reply.detail = False, decision.describe()
+            reply.data_version.CopyFrom(conv.data_version_to_proto(decision.current))
+            return reply
+        reply.written = True
+        reply.data_version.CopyFrom(conv.data_version_to_proto(decision.data_version))
+        reply.offsets.extend(conv.queue_offset_to_proto(item) for item in decision.offsets)
+        log.info("admin: wrote %d consumer offsets of %s-%d, dataVersion now %s", len(decision.offsets),
+                 broker.name, broker.broker_id, decision.data_version.to_json())
+        return reply
+
+    def _replica(self, name: str, broker_id: int | None) -> BrokerAdminApi:
+        if broker_id is None:
+            return self._select(name)[0]
+        broker = next((b for b in self.container.brokers().values() if b.name == name and b.broker_id == broker_id), None)
         if broker is None:
-            raise BrokerNotExistError(f"Broker not exist: {name} with brokerId {wanted}")
-        return replica_metadata_to_proto(broker.replica_metadata())
+            raise BrokerNotExistError(f"Broker not exist: {name} with brokerId {broker_id}")
+        return broker
 
     # ---- brokers ----
 

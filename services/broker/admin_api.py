@@ -7,9 +7,11 @@ persist (atomic write + fsync) before returning.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Protocol
+from typing import Mapping, Protocol, Sequence
 
 from metadata.consumer_offsets import ConsumerOffsetTable
+from metadata.data_version import DataVersion
+from metadata.offset_write import OffsetWriteDecision, QueueOffset
 from metadata.replica_metadata import ReplicaMetadata
 from metadata.subscription_group import SubscriptionGroupConfig, SubscriptionGroupTable
 from metadata.topic_config import TopicConfig, TopicTable
@@ -61,7 +63,15 @@ class BrokerAdminApi(Protocol):
 
     def consumer_progress(self, group: str, topic: str | None = None) -> list[QueueProgress]: ...
 
-    def consumer_offset_table(self) -> ConsumerOffsetTable: ...
+    def consumer_offset_table(self) -> ConsumerOffsetTable:
+        """With a DataVersion that covers every commit so far (bumped first if needed), so two
+        reads with one DataVersion saw the same offsets (what an offset write compares)."""
+        ...
+
+    async def write_consumer_offsets(self, expected: DataVersion, offsets: Sequence[QueueOffset]) -> OffsetWriteDecision:
+        """Compare-and-set on the offset table's DataVersion (``metadata.offset_write``); durable
+        before it returns.  Masters only."""
+        ...
 
     def replica_metadata(self) -> ReplicaMetadata:
         """Topics, groups, offsets and timer checkpoint as one snapshot, each with a DataVersion

@@ -6,7 +6,8 @@ Rules:
   logs (recovery), then starts the periodic tasks (offset + state flush, revive, timer,
   transaction check, store retention).  ``stop`` stops the tasks, then persists everything;
   the container calls ``store.shutdown()`` afterwards.
-- Slaves answer reads only: every mutating client call on a SLAVE is FORBIDDEN.
+- Slaves answer reads only: every mutating client call on a SLAVE is FORBIDDEN, and so is
+  an admin offset write (slaves follow their master's table by metadata sync).
 - Exceptions to the caller are :class:`RequestRejected` (user-facing status) or bugs.
 """
 from __future__ import annotations
@@ -15,7 +16,9 @@ import logging
 from typing import Mapping, Sequence
 
 from metadata.consumer_offsets import ConsumerOffsetTable
+from metadata.data_version import DataVersion
 from metadata.names import retry_topic
+from metadata.offset_write import OffsetWriteDecision, QueueOffset
 from metadata.replica_metadata import ReplicaMetadata
 from metadata.status import Code, RequestRejected
 from metadata.subscription_group import SubscriptionGroupConfig, SubscriptionGroupTable
@@ -207,7 +210,12 @@ class Broker:
         return rows
 
     def consumer_offset_table(self) -> ConsumerOffsetTable:
-        return self.pop.keeper.table
+        self.pop.catch_up()
+        return self.pop.keeper.versioned_table(self.clock.now_ms())
+
+    async def write_consumer_offsets(self, expected: DataVersion, offsets: Sequence[QueueOffset]) -> OffsetWriteDecision:
+        self._writable()
+        return await self.pop.write_offsets(expected, offsets)
 
     def replica_metadata(self) -> ReplicaMetadata:
         return snapshot_replica_metadata(self)

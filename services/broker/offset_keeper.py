@@ -10,12 +10,14 @@ Rules (reference section 3, and the lesson of upstream #9711):
   nothing changed since the last write (no write needed).
 - :meth:`OffsetKeeper.adopt` takes a peer's table with its DataVersion as it is (the caller
   decides and writes the file first); the adopted table counts as written.
+- :meth:`OffsetKeeper.write` sets offsets with the DataVersion an admin write decided
+  (``metadata.offset_write``); the table must then be written before anyone relies on it.
 - ``stateVersion`` stays as loaded (0 until controller mode sets it).
 Pure: time is an argument, the driver does the file write.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from metadata.consumer_offsets import ConsumerOffsetTable
 from metadata.data_version import DataVersion
@@ -75,6 +77,11 @@ class OffsetKeeper:
             return None
         self._dirty = False
         return self.versioned_table(now_ms).to_document()
+
+    def write(self, offsets: Mapping[tuple[str, str, int], int], data_version: DataVersion) -> None:
+        self.table = self.table.with_offsets(offsets, data_version)
+        self._dirty = True
+        self._unversioned = False
 
     def adopt(self, table: ConsumerOffsetTable) -> None:
         self.table = table

@@ -16,6 +16,9 @@ Durability design (close to RocketMQ's own pop checkpoints):
 - After a crash: an unacked message is in flight in the snapshot or the log (it expires and
   is redelivered) or was never recorded (the cursor is behind it: delivered again).  An
   answered ack is in the log.  Under ASYNC_FLUSH the window is the store's flush interval.
+- An admin offset write (:meth:`PopService.write_offsets`, ``relaymq offset-diff --apply``)
+  is a compare-and-set on the offset table's DataVersion; it raises the pop state with skip
+  records and writes both files before it answers, with no await between compare and set.
 - Expired non-FIFO entries are revived: copied to the retry topic of (group, original topic)
   (or ``%DLQ%<group>`` past max attempts) and acked, in that order (a crash in between
   duplicates, never loses).  A receive reads the retry topic of its own topic only, through
@@ -25,20 +28,23 @@ Durability design (close to RocketMQ's own pop checkpoints):
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Sequence
 
 from metadata.consumer_offsets import ConsumerOffsetTable
 from metadata.consumer_offsets import parse_document as parse_offsets
+from metadata.data_version import DataVersion
 from metadata.message import MessageDraft, StoredMessage
 from metadata.message_filter import FilterSyntaxError, MessageFilter, compile_filter
 from metadata.names import dlq_topic, retry_topic_for
+from metadata.offset_write import Accepted, OffsetWriteDecision, QueueFacts, QueueOffset, decide_offset_write
 from metadata.replica_metadata import Adopt, Adoption, SyncDirection, adopted_offsets, decide_adoption
 from metadata.status import Code, RequestRejected
 from scheduler.pop.decisions import PopContext, PopPlan, PopRejection, decide_ack, decide_change, plan_fifo_redelivery, plan_new
 from scheduler.pop.receipt import ReceiptHandle, decode
-from scheduler.pop.records import REVIVE_TOPIC, AckRecord, InFlight, QueueKey, Record, decode_records, encode_records
+from scheduler.pop.records import REVIVE_TOPIC, AckRecord, InFlight, QueueKey, Record, SkipRecord, decode_records, encode_records
 from scheduler.pop.table import HandleCheck, PopTable, QueueState
 from services.broker import requeue
 from services.broker.api import Delivery, FilterType, ReceiveRequest
@@ -49,6 +55,7 @@ from services.broker.internal_put import put_retrying
 from services.broker.long_poll import AppendNotifier
 from services.broker.offset_keeper import OffsetKeeper
 from services.broker.topics import TopicManager
+from store.errors import StoreError
 from store.results import GetStatus
 
 log = logging.getLogger(__name__)
@@ -101,6 +108,11 @@ class PopService:
 
     def persist(self) -> None:
         self.catch_up()
+        self._write_state_files()
+
+    def _write_state_files(self) -> None:
+        """popState.json (the pop table and the log offset it covers), then consumerOffset.json
+        if it changed; each write is atomic and fsynced (config_files)."""
         document = self.table.to_document()
         document["reviveOffset"] = self.log_offset
         write_document(self.state_path, document)
@@ -118,6 +130,39 @@ class PopService:
             write_document(self.offset_path, table.to_document())
             self.keeper.adopt(table)
         return decision
+
+    async def write_offsets(self, expected: DataVersion, offsets: Sequence[QueueOffset]) -> OffsetWriteDecision:
+        """An admin compare-and-set write of consumer offsets (``metadata.offset_write``).
+
+        Decided, applied to the pop table (skips: everything below each offset is consumed, so
+        receives continue from there and no later ack commits a lower offset) and written to
+        popState.json then consumerOffset.json with no await in between: no commit can slip
+        between the compare and the set, and the reply leaves after both fsyncs.  Then the
+        skips go to the pop log too, for the slaves' pop state (replaying them here is a no-op)."""
+        self.catch_up()
+        now = self.clock.now_ms()
+        current = self.keeper.versioned_table(now).data_version
+        facts = {item.ref: self._queue_facts(item) for item in offsets}
+        decision = decide_offset_write(expected, current, offsets, facts, now)
+        if not isinstance(decision, Accepted):
+            return decision
+        skips = [SkipRecord(QueueKey(item.group, item.topic, item.queue_id), item.offset) for item in decision.offsets]
+        # a skip can land past its offset when the offsets after it were acked already
+        commits = {(c.topic, c.group, c.queue_id): c.offset for c in self.table.apply_all(skips)}
+        written = tuple(replace(item, offset=commits.get(item.ref, item.offset)) for item in decision.offsets)
+        self.keeper.write({item.ref: item.offset for item in written}, decision.data_version)
+        self._write_state_files()
+        try:
+            await self._write(skips)
+        except StoreError as error:  # the write is durable here; only the slaves' pop state misses the skips
+            log.warning("offset write: %d skips not appended to the pop log (slaves' pop state keeps the old offsets): %s",
+                        len(skips), error)
+        return Accepted(written, decision.data_version)
+
+    def _queue_facts(self, item: QueueOffset) -> QueueFacts:
+        config = self.topics.get(item.topic)
+        return QueueFacts(config.queue_nums if config is not None else None, self.store.max_offset(item.topic, item.queue_id),
+                          self.committed_offset(item.group, item.topic, item.queue_id))
 
     def _apply(self, record: Record) -> None:
         self._apply_all((record,))

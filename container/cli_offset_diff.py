@@ -10,8 +10,11 @@ Rules:
 - ``--replica`` fetches live replicas first (services/offset_fetch.py, plain Python with
   timeouts), then runs the job on the fetched parquet; a replica that cannot be fetched
   is an error naming it, never a smaller diff.
+- ``--apply DIR`` writes a plan: one made from live ``--replica`` fetches through the admin
+  API's compare-and-set ``WriteConsumerOffsets`` on each master (services/offset_apply.py,
+  no Spark), one made from files by spark_tools/offset_apply.py.
 - Exit codes: 0 in sync, 1 tool or input error (a CliError), 2 diverged but safe,
-  3 needs a human.
+  3 needs a human.  ``--apply``: 0 applied, 1 unusable plan, 3 needs a human (re-plan).
 """
 from __future__ import annotations
 
@@ -44,6 +47,8 @@ def _add_fetch_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fetch-dir", metavar="DIR", help="where fetched parquet goes (default: OUTPUT/fetch, or a temporary folder)")
     parser.add_argument("--fetch-timeout-ms", type=int, default=10_000, metavar="MS", help="per replica (default 10000)")
     parser.add_argument("--fetch-concurrency", type=int, default=8, metavar="N", help="replicas fetched at once (default 8)")
+    parser.add_argument("--apply-timeout-ms", type=int, default=10_000, metavar="MS",
+                        help="--apply of a live plan: deadline of each call to a master (default 10000)")
     parser.add_argument("--driver-memory", default=DEFAULT_DRIVER_MEMORY, metavar="SIZE",
                         help=f"JVM heap of the in-process Spark driver (default {DEFAULT_DRIVER_MEMORY}; Spark's own 1g spills at 10M keys)")
 
@@ -69,9 +74,29 @@ def _fetch(args: argparse.Namespace) -> str:
         raise CliError(f"offset-diff: {exc}", EXIT_ERROR) from None
 
 
+def _apply_live(args: argparse.Namespace) -> int | None:
+    """--apply of a plan made from live replicas (no Spark); None for a plan made from files."""
+    import sys
+
+    from container.cli import CliError
+    from services.offset_apply import AdminOffsetApi, LiveApplyError, apply_live_plan, read_live_plan
+
+    if args.apply_timeout_ms < 1:
+        raise CliError(f"offset-diff: --apply-timeout-ms {args.apply_timeout_ms}: must be at least 1", EXIT_ERROR)
+    try:
+        plan = read_live_plan(args.apply)
+        return None if plan is None else apply_live_plan(plan, AdminOffsetApi(), args.apply_timeout_ms, out=sys.stdout)
+    except LiveApplyError as exc:
+        raise CliError(f"offset-diff: {exc}", EXIT_ERROR) from None
+
+
 def _handle(args: argparse.Namespace) -> int:
     from container.cli import CliError
 
+    if args.apply:
+        applied = _apply_live(args)
+        if applied is not None:
+            return applied
     try:
         job = importlib.import_module("spark_tools.offset_diff_job")
         model = importlib.import_module("spark_tools.offset_diff_model")

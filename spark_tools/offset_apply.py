@@ -5,10 +5,12 @@ Rules:
 - Before writing anything, every replica of every broker group in the plan is re-read and
   its DataVersion compared with the one recorded at planning time.  If any moved (or a file
   is gone or unreadable), nothing is written and the exit code is 3 (needs a human: re-plan).
-- Only file snapshots can be applied (brokers stopped): the plan's consumerOffset.json is
-  written to each replica's file, the previous content kept as ``.bak`` the way RocketMQ's
-  ``ConfigManager.persist`` does, through a temporary file, fsync and rename.  Replicas that
-  were fetched live are refused: the broker admin API has no write call for offsets yet.
+- This module applies plans made from file snapshots (brokers stopped): the plan's
+  consumerOffset.json is written to each replica's file, the previous content kept as
+  ``.bak`` the way RocketMQ's ``ConfigManager.persist`` does, through a temporary file, fsync
+  and rename.  Plans made from live replicas are applied by ``relaymq offset-diff --apply``
+  through the broker admin API (services/offset_apply.py: spark_tools may not import it), so
+  a live replica reaching this module is refused.
 """
 from __future__ import annotations
 
@@ -43,7 +45,8 @@ def moved_replicas(plan: Mapping[str, Any]) -> list[str]:
         for replica in record["replicas"]:
             where = f"{broker_group}:{replica['broker_id']}"
             if not replica.get("source"):
-                raise OffsetDiffInputError(f"{where} was fetched live ({replica.get('address')}); apply writes files only")
+                raise OffsetDiffInputError(f"{where} was fetched live ({replica.get('address')}): apply a live plan with "
+                                           f"`relaymq offset-diff --apply`, which writes through the broker admin API")
             try:
                 with open(replica["source"], "rb") as handle:
                     current = loads(handle.read(), where=replica["source"]).data_version

@@ -170,3 +170,22 @@ def test_offsets_of_unlisted_replicas_are_refused_not_dropped(spark):
     assert "SortAggregate" not in compacted._jdf.queryExecution().executedPlan().toString()  # no sort of every key
     stray = {row["broker_group"]: row["stray_keys"] for row in collect_groups(compacted)}
     assert stray == {"g": 1, "h": 1, "x": 1}
+
+
+def test_a_plan_from_live_fetches_is_what_the_live_apply_reads(spark, tmp_path):
+    from metadata.consumer_offsets import ConsumerOffsetTable, OffsetKey
+    from metadata.offset_write import QueueOffset
+    from services.offset_apply import raises, read_live_plan
+    from services.offset_fetch import FetchedReplica, FetchResult, QueueRange, ReplicaTarget, write_parquet
+
+    tables = {broker_id: ConsumerOffsetTable(DataVersion(0, 0, 4 + broker_id), {OffsetKey("T", "G"): {0: offset, 1: 3}})
+              for broker_id, offset in ((0, 50), (1, 70))}
+    fetched = tuple((ReplicaTarget("broker-a", f"h:{broker_id}"),
+                     FetchedReplica(table, (QueueRange("T", 0, 0, 100), QueueRange("T", 1, 0, 100)), "master" if broker_id == 0 else "slave", broker_id))
+                    for broker_id, table in tables.items())
+    write_parquet(FetchResult(fetched, ()), str(tmp_path / "fetch"), now_ms=1)
+    assert run(DiffConfig(input_parquet=str(tmp_path / "fetch"), output=str(tmp_path / "out")), spark=spark, now_ms=0, out=io.StringIO()) == 2
+    plan = read_live_plan(str(tmp_path / "out"))
+    (target,) = plan.targets
+    assert (target.broker_group, target.broker_id, target.address, target.planned, target.slaves) == ("broker-a", 0, "h:0", DataVersion(0, 0, 4), (1,))
+    assert raises(plan.safe_table("broker-a"), tables[0]) == [QueueOffset("T", "G", 0, 70)]

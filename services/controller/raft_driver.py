@@ -15,7 +15,10 @@ Rules (STYLE.md "durability order"):
   a worker thread runs it, and the result comes back through the inbox to ``compact``.
   A compaction is due after ``snapshot_every_entries`` applied entries *and* at least as
   many applied bytes as the last snapshot had, so rewriting the log file costs amortised
-  O(1) per byte appended however large the tables grow.
+  O(1) per byte appended however large the tables grow.  Members start counting at
+  different points (``compaction_stagger_entries``, set from the member's place among its
+  peers) so that they do not all encode a snapshot at the same index: on a small machine
+  three simultaneous encodings starved a leader's loop long enough to depose it.
 - A proposal's future resolves only when an entry at its index is applied: with the index
   when the entry is the one proposed (same term), with ``ProposalLost`` when another entry
   took its place; every pending future fails with ``NotLeader`` when this node stops
@@ -68,6 +71,7 @@ class DriverLimits:
     tick_ms: int
     inbox_capacity: int
     snapshot_every_entries: int
+    compaction_stagger_entries: int = 0  # the first compaction waits this many more entries
 
 
 class RaftDriver:
@@ -83,7 +87,7 @@ class RaftDriver:
         self._pending: dict[int, tuple[int, asyncio.Future]] = {}
         self._task: asyncio.Task | None = None
         self._compacting: asyncio.Task | None = None
-        self._applied_since_compaction = 0
+        self._applied_since_compaction = -limits.compaction_stagger_entries
         self._applied_bytes_since_compaction = 0
         self._last_snapshot_bytes = 0
         self._applied_since_freeze = 0

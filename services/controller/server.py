@@ -55,6 +55,13 @@ def raft_config(config: ControllerConfig) -> RaftConfig:
                       check_quorum=True)
 
 
+def driver_limits(config: ControllerConfig) -> DriverLimits:
+    """Each member's first compaction is offset by its place among the peers (see RaftDriver)."""
+    ids = sorted(p.node_id for p in config.peers)
+    stagger = ids.index(config.self_peer.node_id) * config.snapshot_every_entries // len(ids)
+    return DriverLimits(config.tick_ms, INBOX_CAPACITY, config.snapshot_every_entries, stagger)
+
+
 async def start_controller(config: ControllerConfig, server: grpc.aio.Server | None = None,
                            clock: Clock | None = None, seed: int | None = None) -> ControllerHandle:
     clock = clock or SystemClock()
@@ -71,8 +78,7 @@ async def start_controller(config: ControllerConfig, server: grpc.aio.Server | N
                       config.peer_queue_capacity)
     rng_seed = seed if seed is not None else zlib.crc32(f"{config.group}/{me.name}".encode()) ^ clock.now_ms()
     controller.driver = RaftDriver.create(raft_config(config), rng_seed, recovered, storage, peers.send, machine,
-                                          clock, DriverLimits(config.tick_ms, INBOX_CAPACITY,
-                                                              config.snapshot_every_entries))
+                                          clock, driver_limits(config))
     own_server = server is None
     if own_server:
         server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])

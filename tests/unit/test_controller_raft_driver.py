@@ -106,3 +106,37 @@ def test_stop_does_not_swallow_the_callers_cancellation():
         assert result == "cancelled"
         assert driver._task is None
     asyncio.run(scenario())
+
+
+def test_first_compaction_waits_for_the_members_stagger():
+    """Members snapshot at different indexes: three encodings at once starved a leader's loop."""
+    async def applied_after(count: int, stagger: int) -> int:
+        config = RaftConfig(node_id=1, peers=(1,))  # a group of one elects itself and commits alone
+        driver = RaftDriver.create(config, 7, None, NullStorage(), lambda messages: None, NullMachine(),
+                                   SystemClock(), DriverLimits(tick_ms=10, inbox_capacity=64,
+                                                               snapshot_every_entries=20,
+                                                               compaction_stagger_entries=stagger))
+        driver.start()
+        while driver.node.role.name != "LEADER":
+            await asyncio.sleep(0.01)
+        for _ in range(count):
+            await driver.propose([b"x"])
+        for _ in range(20):  # the encoding runs in a thread and comes back through the inbox
+            await asyncio.sleep(0.01)
+        snapshot_index = driver.node._log.snapshot_index
+        await driver.stop()
+        return snapshot_index
+
+    assert asyncio.run(applied_after(25, stagger=0)) > 0
+    assert asyncio.run(applied_after(25, stagger=10)) == 0
+    assert asyncio.run(applied_after(32, stagger=10)) > 0
+
+
+def test_members_of_a_group_get_different_compaction_staggers():
+    from services.controller.config import controller_config
+    from services.controller.server import driver_limits
+
+    peers = "n0-127.0.0.1:9878;n1-127.0.0.1:9868;n2-127.0.0.1:9858"
+    staggers = [driver_limits(controller_config({"controllerDLegerPeers": peers, "controllerDLegerSelfId": name},
+                                                "f")).compaction_stagger_entries for name in ("n0", "n1", "n2")]
+    assert staggers == [0, 3333, 6666]

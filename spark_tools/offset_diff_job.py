@@ -93,6 +93,10 @@ def build_session(config: DiffConfig):
     if not config.shuffle_partitions and session.conf.get("spark.sql.shuffle.partitions") == SPARK_DEFAULT_SHUFFLE_PARTITIONS:
         # 200 tiny partitions cost 4x the wall time at 100k keys on 2 cores (bench/); a couple per core is enough
         session.conf.set("spark.sql.shuffle.partitions", str(max(2, 2 * session.sparkContext.defaultParallelism)))
+    if session.conf.get("spark.sql.files.minPartitionNum", None) is None:
+        # one input file per replica made one scan task per replica: 3 tasks on 2 cores left a
+        # core idle for a third of the scan; splitting at row groups evens the waves
+        session.conf.set("spark.sql.files.minPartitionNum", str(8 * session.sparkContext.defaultParallelism))
     return session
 
 

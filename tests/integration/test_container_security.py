@@ -26,6 +26,7 @@ from tests.support.tls import self_signed_certificate
 pytestmark = pytest.mark.integration
 ACCESS_KEY, SECRET_KEY = "relay-ak", "relay-sk-0123"
 TOPIC, GROUP = "secure-topic", "secure-group"
+TIMEOUT_S = 20  # generous: the 2-core machine may be busy with other work
 
 
 def local_date_time(shift_s: int = 0) -> str:
@@ -79,7 +80,7 @@ async def route_until_ready(stub, port: int) -> s.QueryRouteResponse:
     deadline = time.monotonic() + 10
     while True:
         response = await stub.QueryRoute(s.QueryRouteRequest(topic=d.Resource(name=TOPIC), endpoints=endpoints(port)),
-                                         metadata=signed(), timeout=5)
+                                         metadata=signed(), timeout=TIMEOUT_S)
         if response.status.code == d.OK and response.message_queues:
             return response
         assert time.monotonic() < deadline, response.status
@@ -94,11 +95,11 @@ def test_tls_port_serves_send_receive_and_ack_and_routes_name_the_tls_port(secur
             assert {q.broker.endpoints.addresses[0].port for q in route.message_queues} == {secured.tls_port}
             assignment = await stub.QueryAssignment(s.QueryAssignmentRequest(
                 topic=d.Resource(name=TOPIC), group=d.Resource(name=GROUP), endpoints=endpoints(secured.tls_port)),
-                metadata=signed(), timeout=5)
+                metadata=signed(), timeout=TIMEOUT_S)
             assert assignment.status.code == d.OK and assignment.assignments
             assert {a.message_queue.broker.endpoints.addresses[0].port for a in assignment.assignments} == {secured.tls_port}
             body_bytes = f"over tls {uuid.uuid4().hex}".encode()
-            sent = await stub.SendMessage(s.SendMessageRequest(messages=[message(TOPIC, body=body_bytes)]), metadata=signed(), timeout=10)
+            sent = await stub.SendMessage(s.SendMessageRequest(messages=[message(TOPIC, body=body_bytes)]), metadata=signed(), timeout=TIMEOUT_S)
             assert sent.status.code == d.OK, sent.status
             queue = route.message_queues[0]
             request = s.ReceiveMessageRequest(
@@ -106,15 +107,15 @@ def test_tls_port_serves_send_receive_and_ack_and_routes_name_the_tls_port(secur
                 filter_expression=d.FilterExpression(type=d.TAG, expression="*"), batch_size=16, auto_renew=False)
             request.invisible_duration.seconds = 30
             request.long_polling_timeout.seconds = 3
-            got = [r.message async for r in stub.ReceiveMessage(request, metadata=signed(), timeout=10)
+            got = [r.message async for r in stub.ReceiveMessage(request, metadata=signed(), timeout=TIMEOUT_S)
                    if r.WhichOneof("content") == "message"]
             assert [m.body for m in got] == [body_bytes]
             entry = s.AckMessageEntry(message_id=got[0].system_properties.message_id,
                                       receipt_handle=got[0].system_properties.receipt_handle)
             acked = await stub.AckMessage(s.AckMessageRequest(group=d.Resource(name=GROUP), topic=d.Resource(name=TOPIC),
-                                                              entries=[entry]), metadata=signed(), timeout=5)
+                                                              entries=[entry]), metadata=signed(), timeout=TIMEOUT_S)
             assert acked.status.code == d.OK
-            health = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
+            health = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=TIMEOUT_S)
             assert health.status == health_pb2.HealthCheckResponse.SERVING
     asyncio.run(body())
 
@@ -155,21 +156,21 @@ def test_unauthenticated_calls_get_unauthorized_statuses(secured):
             stub = g.MessagingServiceStub(channel)
             await route_until_ready(stub, secured.client_port)
             for metadata, reason in _refusals():
-                route = await stub.QueryRoute(s.QueryRouteRequest(topic=d.Resource(name=TOPIC)), metadata=metadata, timeout=5)
+                route = await stub.QueryRoute(s.QueryRouteRequest(topic=d.Resource(name=TOPIC)), metadata=metadata, timeout=TIMEOUT_S)
                 assert route.status.code == d.UNAUTHORIZED and reason in route.status.message, (reason, route.status)
-            sent = await stub.SendMessage(s.SendMessageRequest(messages=[message(TOPIC)]), metadata=signed(secret_key="x"), timeout=5)
+            sent = await stub.SendMessage(s.SendMessageRequest(messages=[message(TOPIC)]), metadata=signed(secret_key="x"), timeout=TIMEOUT_S)
             assert sent.status.code == d.UNAUTHORIZED and [e.status.code for e in sent.entries] == [d.UNAUTHORIZED]
             request = s.ReceiveMessageRequest(group=d.Resource(name=GROUP), message_queue=d.MessageQueue(topic=d.Resource(name=TOPIC)))
-            replies = [r async for r in stub.ReceiveMessage(request, metadata=signed(secret_key="x"), timeout=5)]
+            replies = [r async for r in stub.ReceiveMessage(request, metadata=signed(secret_key="x"), timeout=TIMEOUT_S)]
             assert [r.status.code for r in replies] == [d.UNAUTHORIZED]
             with pytest.raises(grpc.aio.AioRpcError) as caught:
-                _ = [r async for r in stub.Telemetry(iter([s.TelemetryCommand()]), metadata=signed(secret_key="x"), timeout=5)]
+                _ = [r async for r in stub.Telemetry(iter([s.TelemetryCommand()]), metadata=signed(secret_key="x"), timeout=TIMEOUT_S)]
             assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED
             upper = signed()
             date_time = dict(upper)["x-mq-date-time"]
             shouting = authorization_value(ACCESS_KEY, SECRET_KEY, date_time).rsplit("=", 1)
             header = f"{shouting[0]}={shouting[1].upper()}"
-            ok = await stub.QueryRoute(s.QueryRouteRequest(topic=d.Resource(name=TOPIC)), timeout=5,
+            ok = await stub.QueryRoute(s.QueryRouteRequest(topic=d.Resource(name=TOPIC)), timeout=TIMEOUT_S,
                                        metadata=(("x-mq-client-id", "sec@1"), ("x-mq-date-time", date_time), ("authorization", header)))
             assert ok.status.code == d.OK, "hex is compared case-insensitively"
     asyncio.run(body())

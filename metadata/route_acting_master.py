@@ -6,6 +6,8 @@ Rules:
 - A group is rewritten when it has members, no id 0, ``enableActingMaster`` set, and its
   queue data is not writeable: the smallest id is moved to key 0, so clients see
   ``{0: slaveAddress}`` with a read-only permission.
+- Members move whole: the id-0 key gets the slave's address and both its client endpoints
+  (plaintext and TLS).
 - Pure: a route in, a route out.
 """
 from __future__ import annotations

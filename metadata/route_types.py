@@ -6,6 +6,9 @@ Rules:
 - A broker is identified by ``(cluster, broker_name, broker_id)``; ``address`` is the internal
   (admin) address of the container hosting it and may be shared by several brokers of one
   container, so it is never used as an identity.
+- ``client_endpoint`` is the hosting container's plaintext client endpoint and
+  ``tls_client_endpoint`` its TLS one (``grpcTlsPort``), ``""`` when it has none: a client
+  reuses the scheme it connected with for every endpoint it is given, so routes carry both.
 - Rejections are named reasons (:class:`RouteRejection`), never booleans.
 """
 from __future__ import annotations
@@ -44,6 +47,7 @@ class Registration:
     heartbeat_timeout_ms: int
     last_heartbeat_ms: int
     enable_acting_master: bool = False
+    tls_client_endpoint: str = ""  # client gRPC host:port over TLS of the hosting container, "" when off
 
     @property
     def state_version(self) -> int:
@@ -128,6 +132,7 @@ class Decision(Generic[R]):
 class BrokerAddress:
     address: str
     client_endpoint: str
+    tls_client_endpoint: str = ""  # "" when the hosting container has no TLS port
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ class NameserverTopicConfig(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., read_queue_nums: _Optional[int] = ..., write_queue_nums: _Optional[int] = ..., perm: _Optional[int] = ..., message_type: _Optional[str] = ..., order: _Optional[bool] = ...) -> None: ...
 
 class NameserverRegisterBrokerRequest(_message.Message):
-    __slots__ = ("broker", "address", "client_endpoint", "topics", "topics_version", "heartbeat_timeout_ms", "enable_acting_master")
+    __slots__ = ("broker", "address", "client_endpoint", "topics", "topics_version", "heartbeat_timeout_ms", "enable_acting_master", "tls_client_endpoint")
     BROKER_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     CLIENT_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
@@ -51,6 +51,7 @@ class NameserverRegisterBrokerRequest(_message.Message):
     TOPICS_VERSION_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     ENABLE_ACTING_MASTER_FIELD_NUMBER: _ClassVar[int]
+    TLS_CLIENT_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     broker: NameserverBrokerIdentity
     address: str
     client_endpoint: str
@@ -58,7 +59,8 @@ class NameserverRegisterBrokerRequest(_message.Message):
     topics_version: NameserverDataVersion
     heartbeat_timeout_ms: int
     enable_acting_master: bool
-    def __init__(self, broker: _Optional[_Union[NameserverBrokerIdentity, _Mapping]] = ..., address: _Optional[str] = ..., client_endpoint: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[NameserverTopicConfig, _Mapping]]] = ..., topics_version: _Optional[_Union[NameserverDataVersion, _Mapping]] = ..., heartbeat_timeout_ms: _Optional[int] = ..., enable_acting_master: _Optional[bool] = ...) -> None: ...
+    tls_client_endpoint: str
+    def __init__(self, broker: _Optional[_Union[NameserverBrokerIdentity, _Mapping]] = ..., address: _Optional[str] = ..., client_endpoint: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[NameserverTopicConfig, _Mapping]]] = ..., topics_version: _Optional[_Union[NameserverDataVersion, _Mapping]] = ..., heartbeat_timeout_ms: _Optional[int] = ..., enable_acting_master: _Optional[bool] = ..., tls_client_endpoint: _Optional[str] = ...) -> None: ...
 
 class NameserverRegisterBrokerResponse(_message.Message):
     __slots__ = ("master_address",)
@@ -97,14 +99,16 @@ class NameserverQueryRouteRequest(_message.Message):
     def __init__(self, topic: _Optional[str] = ...) -> None: ...
 
 class NameserverBrokerAddress(_message.Message):
-    __slots__ = ("broker_id", "address", "client_endpoint")
+    __slots__ = ("broker_id", "address", "client_endpoint", "tls_client_endpoint")
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     CLIENT_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    TLS_CLIENT_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     broker_id: int
     address: str
     client_endpoint: str
-    def __init__(self, broker_id: _Optional[int] = ..., address: _Optional[str] = ..., client_endpoint: _Optional[str] = ...) -> None: ...
+    tls_client_endpoint: str
+    def __init__(self, broker_id: _Optional[int] = ..., address: _Optional[str] = ..., client_endpoint: _Optional[str] = ..., tls_client_endpoint: _Optional[str] = ...) -> None: ...
 
 class NameserverBrokerRoute(_message.Message):
     __slots__ = ("cluster", "broker_name", "members", "read_queue_nums", "write_queue_nums", "perm", "message_type", "enable_acting_master")
@@ -139,7 +143,7 @@ class NameserverGetClusterInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class NameserverBrokerMember(_message.Message):
-    __slots__ = ("broker_id", "address", "client_endpoint", "last_heartbeat_ms", "heartbeat_timeout_ms", "topics_version", "topic_count")
+    __slots__ = ("broker_id", "address", "client_endpoint", "last_heartbeat_ms", "heartbeat_timeout_ms", "topics_version", "topic_count", "tls_client_endpoint")
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     CLIENT_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
@@ -147,6 +151,7 @@ class NameserverBrokerMember(_message.Message):
     HEARTBEAT_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     TOPICS_VERSION_FIELD_NUMBER: _ClassVar[int]
     TOPIC_COUNT_FIELD_NUMBER: _ClassVar[int]
+    TLS_CLIENT_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     broker_id: int
     address: str
     client_endpoint: str
@@ -154,7 +159,8 @@ class NameserverBrokerMember(_message.Message):
     heartbeat_timeout_ms: int
     topics_version: NameserverDataVersion
     topic_count: int
-    def __init__(self, broker_id: _Optional[int] = ..., address: _Optional[str] = ..., client_endpoint: _Optional[str] = ..., last_heartbeat_ms: _Optional[int] = ..., heartbeat_timeout_ms: _Optional[int] = ..., topics_version: _Optional[_Union[NameserverDataVersion, _Mapping]] = ..., topic_count: _Optional[int] = ...) -> None: ...
+    tls_client_endpoint: str
+    def __init__(self, broker_id: _Optional[int] = ..., address: _Optional[str] = ..., client_endpoint: _Optional[str] = ..., last_heartbeat_ms: _Optional[int] = ..., heartbeat_timeout_ms: _Optional[int] = ..., topics_version: _Optional[_Union[NameserverDataVersion, _Mapping]] = ..., topic_count: _Optional[int] = ..., tls_client_endpoint: _Optional[str] = ...) -> None: ...
 
 class NameserverBrokerGroup(_message.Message):
     __slots__ = ("cluster", "broker_name", "members", "enable_acting_master")

@@ -132,7 +132,8 @@ class QueueRoute:
     broker_id: int
     permission: int  # 2 read, 4 write, 6 read+write (RocketMQ's PermName)
     accept_types: tuple[MessageType, ...]
-    endpoint: tuple[str, int]  # client endpoint of the container hosting the broker
+    endpoint: tuple[str, int]  # plaintext client endpoint of the container hosting the broker
+    tls_endpoint: tuple[str, int] | None = None  # its TLS client endpoint; None when it has no TLS port
 
 
 class BrokerDirectory(Protocol):

@@ -57,6 +57,7 @@ class ClusterMember:
     data_version: DataVersion
     topic_count: int
     enable_acting_master: bool
+    tls_client_endpoint: str = ""  # "" when the hosting container has no TLS port
 
 
 class NameserverClient:
@@ -107,11 +108,14 @@ class NameserverClient:
         raise NameserverUnavailable("; ".join(str(r) for r in results))
 
     async def register_broker(self, identity: BrokerIdentity, address: str, client_endpoint: str, topics: TopicTable,
-                              heartbeat_timeout_ms: int | None = None, enable_acting_master: bool = False) -> str:
-        """Register with every nameserver; returns the group's master address ("" when none or self)."""
+                              heartbeat_timeout_ms: int | None = None, enable_acting_master: bool = False,
+                              tls_client_endpoint: str = "") -> str:
+        """Register with every nameserver; returns the group's master address ("" when none or self).
+
+        ``tls_client_endpoint``: the container's TLS client endpoint, ``""`` when it has none."""
         request = pb.NameserverRegisterBrokerRequest(
             broker=conv.identity_to_proto(identity), address=address, client_endpoint=client_endpoint,
-            topics=[conv.topic_to_proto(t) for t in topics.topics.values()],
+            tls_client_endpoint=tls_client_endpoint, topics=[conv.topic_to_proto(t) for t in topics.topics.values()],
             topics_version=conv.data_version_to_proto(topics.data_version),
             heartbeat_timeout_ms=heartbeat_timeout_ms or 0, enable_acting_master=enable_acting_master)
         replies = await self._all("RegisterBroker", request)
@@ -148,6 +152,6 @@ class NameserverClient:
             ClusterMember(g.cluster, g.broker_name, m.broker_id, m.address, m.client_endpoint, m.last_heartbeat_ms,
                           m.heartbeat_timeout_ms,
                           DataVersion(m.topics_version.state_version, m.topics_version.timestamp_ms, m.topics_version.counter),
-                          m.topic_count, g.enable_acting_master)
+                          m.topic_count, g.enable_acting_master, m.tls_client_endpoint)
             for g in reply.groups for m in g.members)
 

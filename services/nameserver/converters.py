@@ -37,6 +37,16 @@ def parse_endpoint(text: str, field: str) -> tuple[str, int]:
     return host, port
 
 
+def tls_endpoint_from_proto(text: str, client_endpoint: str, field: str = "tls_client_endpoint") -> str:
+    """An optional TLS ``host:port``: ``""`` (no TLS port) or a valid endpoint other than the plaintext one."""
+    if not text:
+        return ""
+    parse_endpoint(text, field)
+    if text == client_endpoint:
+        raise BadNameserverRequest(f"{field}: {text!r} is the plaintext client_endpoint too; one port serves one scheme")
+    return text
+
+
 def identity_from_proto(message: pb.NameserverBrokerIdentity) -> BrokerIdentity:
     for field, value in (("broker.cluster", message.cluster), ("broker.broker_name", message.broker_name)):
         if not is_valid_topic_name(value):
@@ -109,7 +119,8 @@ def route_to_proto(route: TopicRoute) -> pb.NameserverQueryRouteResponse:
 
 
 def broker_route_to_proto(route: BrokerRoute) -> pb.NameserverBrokerRoute:
-    members = [pb.NameserverBrokerAddress(broker_id=i, address=a.address, client_endpoint=a.client_endpoint)
+    members = [pb.NameserverBrokerAddress(broker_id=i, address=a.address, client_endpoint=a.client_endpoint,
+                                          tls_client_endpoint=a.tls_client_endpoint)
                for i, a in route.addresses.items()]
     q = route.queue_data
     return pb.NameserverBrokerRoute(cluster=route.cluster, broker_name=route.broker_name, members=members,
@@ -122,7 +133,7 @@ def route_from_proto(message: pb.NameserverQueryRouteResponse) -> TopicRoute:
     """For clients: trusts the nameserver's reply."""
     brokers = []
     for b in message.brokers:
-        addresses = {m.broker_id: BrokerAddress(m.address, m.client_endpoint) for m in b.members}
+        addresses = {m.broker_id: BrokerAddress(m.address, m.client_endpoint, m.tls_client_endpoint) for m in b.members}
         queue_data = QueueData(b.read_queue_nums, b.write_queue_nums, b.perm, b.message_type)
         brokers.append(BrokerRoute(b.cluster, b.broker_name, addresses, queue_data, b.enable_acting_master))
     return TopicRoute(message.topic, tuple(brokers))
@@ -133,6 +144,7 @@ def cluster_info_to_proto(info: ClusterInfo) -> pb.NameserverGetClusterInfoRespo
     for group in info.groups:
         members = [pb.NameserverBrokerMember(
             broker_id=m.identity.broker_id, address=m.address, client_endpoint=m.client_endpoint,
+            tls_client_endpoint=m.tls_client_endpoint,
             last_heartbeat_ms=m.last_heartbeat_ms, heartbeat_timeout_ms=m.heartbeat_timeout_ms,
             topics_version=data_version_to_proto(m.data_version), topic_count=len(m.topics.topics),
         ) for m in group.members]

@@ -5,7 +5,8 @@ Rules (reference grpc-client-protocol section 4, QueryRoute):
   acting-master rewrite that may be a slave, with a read-only permission.
 - Queue ``i`` is readable when ``i < readQueueNums`` and writable when ``i < writeQueueNums``,
   each only if the topic's perm allows it (RocketMQ's PermName: 4 read, 2 write).
-- The endpoint is the client endpoint of the container hosting that broker.
+- The endpoints are the client endpoints of the container hosting that broker: plaintext,
+  and TLS when that container has a TLS port (the servicer picks by the caller's scheme).
 """
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ def queue_routes(route: TopicRoute) -> list[QueueRoute]:
         master = broker.addresses.get(MASTER_ID)
         if master is None:
             continue
-        host, _, port = master.client_endpoint.rpartition(":")
+        endpoint = host_port(master.client_endpoint)
+        tls_endpoint = host_port(master.tls_client_endpoint) if master.tls_client_endpoint else None
         data = broker.queue_data
         types = accept_types(data.message_type)
         for queue_id in range(max(data.read_queue_nums, data.write_queue_nums)):
@@ -40,5 +42,11 @@ def queue_routes(route: TopicRoute) -> list[QueueRoute]:
             if queue_id < data.write_queue_nums:
                 perm |= data.perm & PERM_WRITE
             queues.append(QueueRoute(route.topic, queue_id, broker.broker_name, MASTER_ID, perm, types,
-                                     (host.strip("[]"), int(port))))
+                                     endpoint, tls_endpoint))
     return queues
+
+
+def host_port(endpoint: str) -> tuple[str, int]:
+    """``host:port`` (validated by the nameserver when the broker registered) -> (host, port)."""
+    host, _, port = endpoint.rpartition(":")
+    return host.strip("[]"), int(port)

@@ -102,10 +102,12 @@ class NameserverServicer(pb_grpc.NameserverServiceServicer):
         identity = conv.identity_from_proto(request.broker)
         conv.parse_endpoint(request.address, "address")
         conv.parse_endpoint(request.client_endpoint, "client_endpoint")
+        tls_endpoint = conv.tls_endpoint_from_proto(request.tls_client_endpoint, request.client_endpoint)
         topics = conv.topic_table_from_proto(request, self.driver.config.max_topics_per_registration)
         timeout_ms = conv.heartbeat_timeout_from_proto(request.heartbeat_timeout_ms)
         decision = self.driver.table.register(identity, request.address, request.client_endpoint, topics,
-                                              self.driver.clock.now_ms(), timeout_ms, request.enable_acting_master)
+                                              self.driver.clock.now_ms(), timeout_ms, request.enable_acting_master,
+                                              tls_endpoint)
         reply = self.driver.execute(decision)
         return pb.NameserverRegisterBrokerResponse(master_address=reply.master_address)
 

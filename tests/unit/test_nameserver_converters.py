@@ -64,13 +64,13 @@ ints = st.one_of(st.integers(min_value=-(2**31), max_value=2**31 - 1), st.sample
 
 @settings(max_examples=200, deadline=None)
 @given(cluster=texts, name=texts, broker_id=st.integers(min_value=-(2**62), max_value=2**62), address=texts,
-       endpoint=texts, topic=texts, read=ints, write=ints, perm=ints, message_type=texts,
+       endpoint=texts, tls_endpoint=texts, topic=texts, read=ints, write=ints, perm=ints, message_type=texts,
        timeout=st.integers(min_value=-(2**62), max_value=2**62), state_version=st.integers(min_value=-(2**62), max_value=2**62))
-def test_register_never_crashes_on_any_input(cluster, name, broker_id, address, endpoint, topic, read, write, perm,
-                                             message_type, timeout, state_version):
+def test_register_never_crashes_on_any_input(cluster, name, broker_id, address, endpoint, tls_endpoint, topic, read, write,
+                                             perm, message_type, timeout, state_version):
     request = pb.NameserverRegisterBrokerRequest(
         broker=pb.NameserverBrokerIdentity(cluster=cluster, broker_name=name, broker_id=broker_id),
-        address=address, client_endpoint=endpoint, heartbeat_timeout_ms=timeout,
+        address=address, client_endpoint=endpoint, tls_client_endpoint=tls_endpoint, heartbeat_timeout_ms=timeout,
         topics=[pb.NameserverTopicConfig(topic=topic, read_queue_nums=read, write_queue_nums=write, perm=perm,
                                          message_type=message_type)],
         topics_version=pb.NameserverDataVersion(state_version=state_version),
@@ -92,10 +92,50 @@ def test_query_route_never_crashes(topic):
     ({"address": "nohost"}, "address"),
     ({"client_endpoint": "h:0"}, "client_endpoint"),
     ({"heartbeat_timeout_ms": -5}, "heartbeat_timeout_ms"),
+    ({"tls_client_endpoint": "nohost"}, "tls_client_endpoint"),
+    ({"tls_client_endpoint": "127.0.0.1:0"}, "tls_client_endpoint"),
+    ({"tls_client_endpoint": "127.0.0.1:70000"}, "tls_client_endpoint"),
+    ({"tls_client_endpoint": "bad host:8443"}, "tls_client_endpoint"),
+    ({"tls_client_endpoint": "127.0.0.1:8081"}, "tls_client_endpoint"),  # the plaintext endpoint
 ])
 def test_bad_fields_are_named(changes, field):
     reply, context = call(servicer(), "RegisterBroker", good_request(**changes))
     assert reply is None and context.code == grpc.StatusCode.INVALID_ARGUMENT and field in context.details
+
+
+@pytest.mark.parametrize("text, message", [
+    ("nohost", "tls_client_endpoint: 'nohost' is not host:port"),
+    ("h:0", "tls_client_endpoint: port 0 is not between 1 and 65535"),
+    ("h:65536", "tls_client_endpoint: port 65536 is not between 1 and 65535"),
+    (":8443", "tls_client_endpoint: ':8443' is not host:port"),
+    ("h:8081", "tls_client_endpoint: 'h:8081' is the plaintext client_endpoint too; one port serves one scheme"),
+])
+def test_a_bad_tls_endpoint_is_refused_with_a_clear_message(text, message):
+    with pytest.raises(conv.BadNameserverRequest) as refused:
+        conv.tls_endpoint_from_proto(text, "h:8081")
+    assert str(refused.value) == message
+
+
+def test_an_empty_tls_endpoint_means_no_tls_port_and_a_good_one_is_kept():
+    assert conv.tls_endpoint_from_proto("", "h:8081") == ""
+    assert conv.tls_endpoint_from_proto("h:8443", "h:8081") == "h:8443"
+    assert conv.tls_endpoint_from_proto("[::1]:8443", "[::1]:8081") == "[::1]:8443"
+
+
+def test_the_tls_endpoint_travels_from_registration_to_routes_cluster_info_and_queue_routes():
+    s = servicer()
+    call(s, "RegisterBroker", good_request(tls_client_endpoint="127.0.0.1:8443"))
+    other = good_request(address="127.0.0.1:20911", client_endpoint="[::1]:8082")
+    other.broker.broker_name = "broker-b"
+    call(s, "RegisterBroker", other)
+    reply, _ = call(s, "QueryRoute", pb.NameserverQueryRouteRequest(topic="T"))
+    assert [m.tls_client_endpoint for b in reply.brokers for m in b.members] == ["127.0.0.1:8443", ""]
+    info, _ = call(s, "GetClusterInfo", pb.NameserverGetClusterInfoRequest())
+    assert [m.tls_client_endpoint for g in info.groups for m in g.members] == ["127.0.0.1:8443", ""]
+    route = conv.route_from_proto(reply)
+    assert route == s.driver.table.route("T")
+    endpoints = {(q.broker_name, q.endpoint, q.tls_endpoint) for q in queue_routes(route)}
+    assert endpoints == {("broker-a", ("127.0.0.1", 8081), ("127.0.0.1", 8443)), ("broker-b", ("::1", 8082), None)}
 
 
 def test_bad_broker_name_and_duplicate_topics_are_named():

@@ -4,7 +4,7 @@ from __future__ import annotations
 from metadata.data_version import DataVersion
 from metadata.route_table import RouteTable, RouteTableOptions
 from metadata.route_types import (
-    BrokerIdentity, BrokerRegistered, BrokerRemoved, HeartbeatReply, Rejected, RemovalReason, RouteRejection,
+    BrokerAddress, BrokerIdentity, BrokerRegistered, BrokerRemoved, HeartbeatReply, Rejected, RemovalReason, RouteRejection,
 )
 from metadata.topic_config import PERM_READ, PERM_READ_WRITE, TopicConfig, TopicTable
 
@@ -164,3 +164,39 @@ def test_the_number_of_brokers_is_limited_but_known_brokers_may_re_register():
     register(table, ident(), "a:1", topics("T"))
     assert register(table, ident("broker-b"), "b:1", topics()).reply.reason is RouteRejection.TOO_MANY_BROKERS
     assert not register(table, ident(), "a:1", topics("T", "U")).rejected
+
+
+def test_routes_and_cluster_info_carry_each_containers_tls_endpoint_and_a_re_registration_replaces_it():
+    table = RouteTable()
+    register(table, ident(), "127.0.0.1:1091", topics("T"), tls_client_endpoint="127.0.0.1:8443")
+    register(table, ident("broker-b"), "127.0.0.1:2091", topics("T"))  # its container has no TLS port
+    groups = {g.broker_name: g for g in table.route("T").brokers}
+    assert groups["broker-a"].addresses[0] == BrokerAddress("127.0.0.1:1091", "127.0.0.1:8081", "127.0.0.1:8443")
+    assert groups["broker-b"].addresses[0].tls_client_endpoint == ""
+    members = {g.broker_name: g.members[0] for g in table.cluster_info().groups}
+    assert members["broker-a"].tls_client_endpoint == "127.0.0.1:8443" and members["broker-b"].tls_client_endpoint == ""
+    register(table, ident(), "127.0.0.1:1091", topics("T"))  # restarted without grpcTlsPort
+    assert table.route("T").brokers[0].addresses[0].tls_client_endpoint == ""
+    register(table, ident("broker-b"), "127.0.0.1:2091", topics("T"), tls_client_endpoint="127.0.0.1:9443")
+    assert table.route("T").brokers[1].addresses[0].tls_client_endpoint == "127.0.0.1:9443"
+
+
+def test_heartbeats_keep_the_tls_endpoint_and_expiry_removes_it_with_the_broker():
+    table = RouteTable()
+    register(table, ident(), "a:1091", topics("T"), heartbeat_timeout_ms=10_000, tls_client_endpoint="a:8443")
+    table.apply_all(table.heartbeat(ident(), NOW + 9_000).events)
+    assert table.registration(ident()).tls_client_endpoint == "a:8443"
+    table.apply_all(table.scan_not_active(NOW + 19_001).events)
+    assert table.registration(ident()) is None and table.route("T") is None
+    register(table, ident(), "a:1091", topics("T"), now_ms=NOW + 20_000)  # back, without TLS this time
+    assert table.route("T").brokers[0].addresses[0].tls_client_endpoint == ""
+
+
+def test_the_acting_master_rewrite_moves_the_slaves_tls_endpoint_to_id0():
+    table = RouteTable(RouteTableOptions(support_acting_master=True))
+    register(table, ident(), "master:1091", topics("T"), enable_acting_master=True, tls_client_endpoint="master:8443")
+    register(table, ident(broker_id=1), "slave:1091", topics("T"), enable_acting_master=True,
+             tls_client_endpoint="slave:8443")
+    table.apply_all(table.unregister(ident()).events)
+    acting = table.route("T").brokers[0].addresses[0]
+    assert acting == BrokerAddress("slave:1091", "slave:8081", "slave:8443")

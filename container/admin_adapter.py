@@ -44,7 +44,9 @@ class ContainerAdmin:
             raise BrokerNotExistError()
 
     def container_status(self) -> Mapping[str, object]:
+        ip, tls_port = self.container.config.broker_container_ip, self.container.ports.get("tls")
         return {
-            "clientEndpoint": f"{self.container.config.broker_container_ip}:{self.container.ports.get('client', 0)}",
+            "clientEndpoint": f"{ip}:{self.container.ports.get('client', 0)}",
+            "tlsClientEndpoint": f"{ip}:{tls_port}" if tls_port else "",
             "brokers": sorted(h.spec.canonical_name for h in self.container.hosted.values()),
         }

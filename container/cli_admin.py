@@ -160,10 +160,13 @@ async def _route(args: Any):
 
 
 def route_document(route: Any) -> dict:
-    """mqadmin's TopicRouteData shape, plus the client endpoints and message types."""
+    """mqadmin's TopicRouteData shape, plus the client endpoints (TLS ones for the members whose
+    container has a TLS port) and message types."""
     brokers = [{"cluster": b.cluster, "brokerName": b.broker_name, "enableActingMaster": b.enable_acting_master,
                 "brokerAddrs": {str(i): a.address for i, a in b.addresses.items()},
-                "clientEndpoints": {str(i): a.client_endpoint for i, a in b.addresses.items()}} for b in route.brokers]
+                "clientEndpoints": {str(i): a.client_endpoint for i, a in b.addresses.items()},
+                "tlsClientEndpoints": {str(i): a.tls_client_endpoint for i, a in b.addresses.items() if a.tls_client_endpoint}}
+               for b in route.brokers]
     queues = [{"brokerName": b.broker_name, "readQueueNums": b.queue_data.read_queue_nums, "perm": b.queue_data.perm,
                "writeQueueNums": b.queue_data.write_queue_nums, "messageType": b.queue_data.message_type,
                "topicSysFlag": 0} for b in route.brokers]
@@ -176,9 +179,10 @@ def topic_route(args: Any) -> int:
     for broker, queue in zip(document["brokerDatas"], document["queueDatas"]):
         for broker_id, address in broker["brokerAddrs"].items():
             rows.append([broker["cluster"], broker["brokerName"], broker_id, address, broker["clientEndpoints"][broker_id],
+                         broker["tlsClientEndpoints"].get(broker_id, "-"),
                          queue["readQueueNums"], queue["writeQueueNums"], queue["perm"], queue["messageType"]])
     return _emit(args, document, lambda d: table(
-        ["CLUSTER", "BROKER", "ID", "ADDRESS", "CLIENT ENDPOINT", "READ", "WRITE", "PERM", "TYPE"], rows))
+        ["CLUSTER", "BROKER", "ID", "ADDRESS", "CLIENT ENDPOINT", "TLS ENDPOINT", "READ", "WRITE", "PERM", "TYPE"], rows))
 
 
 def topic_status(args: Any) -> int:
@@ -227,7 +231,8 @@ def consumer_progress(args: Any) -> int:
 def cluster_list(args: Any) -> int:
     members = _run(_members(args, args.cluster))
     brokers = [{"cluster": m.cluster, "brokerName": m.broker_name, "brokerId": m.broker_id, "address": m.address,
-                "clientEndpoint": m.client_endpoint, "lastHeartbeatMs": m.last_heartbeat_ms,
+                "clientEndpoint": m.client_endpoint, "tlsClientEndpoint": m.tls_client_endpoint,
+                "lastHeartbeatMs": m.last_heartbeat_ms,
                 "heartbeatTimeoutMs": m.heartbeat_timeout_ms, "stateVersion": m.data_version.state_version,
                 "topicCount": m.topic_count, "enableActingMaster": m.enable_acting_master} for m in members]
     clusters: dict[str, list[str]] = {}
@@ -236,9 +241,9 @@ def cluster_list(args: Any) -> int:
         if b["brokerName"] not in names:
             names.append(b["brokerName"])
     return _emit(args, {"clusters": clusters, "brokers": brokers}, lambda d: table(
-        ["CLUSTER", "BROKER", "ID", "ADDRESS", "CLIENT ENDPOINT", "TOPICS", "STATE VERSION"],
-        [[b["cluster"], b["brokerName"], b["brokerId"], b["address"], b["clientEndpoint"], b["topicCount"], b["stateVersion"]]
-         for b in d["brokers"]]))
+        ["CLUSTER", "BROKER", "ID", "ADDRESS", "CLIENT ENDPOINT", "TLS ENDPOINT", "TOPICS", "STATE VERSION"],
+        [[b["cluster"], b["brokerName"], b["brokerId"], b["address"], b["clientEndpoint"], b["tlsClientEndpoint"] or "-",
+          b["topicCount"], b["stateVersion"]] for b in d["brokers"]]))
 
 
 def broker_status(args: Any) -> int:

@@ -6,8 +6,8 @@ Rules:
 - A receive, ack or invisibility change names its broker; the local broker of that name
   serves it (the master when both master and slave of a group are here).
 - Routes come from the nameserver (every container of the cluster, with the client
-  endpoint of the container hosting each broker); when the nameserver cannot be reached
-  the container answers from its own brokers rather than failing the client.
+  endpoints, plaintext and TLS, of the container hosting each broker); when the nameserver
+  cannot be reached the container answers from its own brokers rather than failing the client.
 """
 from __future__ import annotations
 
@@ -69,21 +69,16 @@ class ContainerDirectory:
                 log.warning("route of %s from the nameserver failed (%s); answering from local brokers", topic, exc)
         return self.local_route(topic)
 
-    def tls_endpoint(self, endpoint: tuple[str, int]) -> tuple[str, int] | None:
-        """This container's TLS endpoint when ``endpoint`` is its plaintext one; None otherwise
-        (the nameserver knows only the plaintext endpoints of other containers)."""
-        ports = self.container.ports
-        if "tls" not in ports or endpoint != (self.container.config.broker_container_ip, ports.get("client")):
-            return None
-        return endpoint[0], ports["tls"]
-
     def local_route(self, topic: str) -> list[QueueRoute]:
-        endpoint = (self.container.config.broker_container_ip, self.container.ports.get("client", self.container.config.grpc_server_port))
+        ip, ports = self.container.config.broker_container_ip, self.container.ports
+        endpoint = (ip, ports.get("client", self.container.config.grpc_server_port))
+        tls_endpoint = (ip, ports["tls"]) if "tls" in ports else None
         routes: list[QueueRoute] = []
         for hosted in self._hosted():
             config = hosted.broker.topic_table().topics.get(topic)
             if config is None or not hosted.is_master:
                 continue
             for queue_id in range(config.queue_nums):
-                routes.append(QueueRoute(topic, queue_id, hosted.name, hosted.spec.broker.broker_id, config.perm, config.accepts(), endpoint))
+                routes.append(QueueRoute(topic, queue_id, hosted.name, hosted.spec.broker.broker_id, config.perm,
+                                         config.accepts(), endpoint, tls_endpoint))
         return routes

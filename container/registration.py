@@ -4,8 +4,9 @@ Rules:
 - Every broker is registered at start, re-registered every ``registerNameServerPeriod`` and
   right after its topics change, and heartbeats every ``brokerHeartbeatInterval`` with its
   topic DataVersion (a nameserver that lost it asks for a full registration).
-- Registration carries the container's admin address and its client endpoint: the route
-  answers clients with the endpoint of the container hosting each broker.
+- Registration carries the container's admin address and its client endpoints, plaintext
+  and TLS (``""`` without ``grpcTlsPort``): the route answers clients with the endpoint of
+  the container hosting each broker, in the scheme the client connected with.
 - A nameserver that cannot be reached is logged, never fatal: brokers keep serving.
 """
 from __future__ import annotations
@@ -43,12 +44,19 @@ class Registration:
     def client_endpoint(self) -> str:
         return f"{self.container.config.broker_container_ip}:{self.container.ports['client']}"
 
+    @property
+    def tls_client_endpoint(self) -> str:
+        """The TLS client endpoint, ``""`` when the container has no TLS port."""
+        port = self.container.ports.get("tls")
+        return f"{self.container.config.broker_container_ip}:{port}" if port else ""
+
     async def register(self, hosted: HostedBroker) -> str:
         """Register one broker; returns its group's master address for a slave ("" if none or unknown)."""
         try:
             return await self.client.register_broker(
                 identity_of(hosted), self.admin_address, self.client_endpoint, hosted.broker.topic_table(),
-                heartbeat_timeout_ms=self.container.config.broker_not_active_timeout_ms)
+                heartbeat_timeout_ms=self.container.config.broker_not_active_timeout_ms,
+                tls_client_endpoint=self.tls_client_endpoint)
         except NameserverError as exc:
             log.warning("registering %s with the nameserver failed: %s", hosted.spec.canonical_name, exc)
             return ""

@@ -116,7 +116,7 @@ class BrokerContainer:
     async def _start_servers(self) -> None:
         self._client_server = grpc.aio.server(options=server_options(self.messaging))
         self.directory.attach_registry(add_messaging_services(self._client_server, self.directory, self.messaging, self.clock,
-                                                              accounts=self.accounts, tls_endpoint=self.directory.tls_endpoint))
+                                                              accounts=self.accounts))
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._client_server)
         self.ports["client"] = self._bind(self._client_server, "grpcServerPort", self.config.client_bind_host, self.config.grpc_server_port)
         if self.tls is not None:

@@ -57,11 +57,10 @@ class _GenericHandlersOnly:
 
 
 def add_messaging_services(server: grpc.aio.Server, directory: BrokerDirectory, config: MessagingConfig, clock,
-                           accounts: Accounts | None = None, tls_endpoint=None) -> ClientRegistry:
-    """``accounts`` authenticate calls when ``authenticationEnabled``; ``tls_endpoint`` maps a
-    plaintext client endpoint to the TLS one serving the same brokers (see the servicer)."""
+                           accounts: Accounts | None = None) -> ClientRegistry:
+    """``accounts`` authenticate calls when ``authenticationEnabled``."""
     registry = ClientRegistry(config, clock)
-    service = MessagingService(directory, config, clock, registry, accounts=accounts, tls_endpoint=tls_endpoint)
+    service = MessagingService(directory, config, clock, registry, accounts=accounts)
     service_grpc.add_MessagingServiceServicer_to_server(service, _GenericHandlersOnly(server))
     server.add_generic_rpc_handlers((_metrics_sink(),))
     return registry

@@ -16,15 +16,20 @@ Rules:
   (``metadata.authentication``); a refused call is UNAUTHORIZED before anything else is
   looked at.  Disabled, the ``authorization`` header is ignored (clients send it even
   without credentials).
-- Routes asked for over the TLS endpoint name TLS endpoints: the client reuses the scheme
-  it connected with for every broker endpoint it is given.
+- Routes asked for over TLS name TLS endpoints: the client reuses the scheme it connected
+  with for every broker endpoint it is given, so each queue gets the TLS endpoint of the
+  container hosting its broker (registered with the nameserver next to the plaintext one),
+  this container's and every other's alike.  A queue whose container has no TLS port keeps
+  its plaintext endpoint, and a warning is logged once per broker and endpoint: the TLS
+  client then fails loudly on that endpoint (a handshake error naming it) instead of
+  silently never producing to or consuming from that broker, as dropping the queue would.
+  Plaintext callers always get plaintext endpoints.
 """
 from __future__ import annotations
 
 import dataclasses
 import logging
 import time
-from typing import Callable
 
 from metadata import authentication
 from metadata.status import Code, RequestRejected
@@ -45,19 +50,18 @@ _CLIENT_TYPES = {pb.PRODUCER: "PRODUCER", pb.PUSH_CONSUMER: "PUSH_CONSUMER", pb.
 
 
 Endpoint = tuple[str, int]
+_WARNINGS_WITHOUT_TLS_MAX = 1024  # distinct (broker, endpoint) pairs warned about; later ones are not
 
 
 class MessagingService(service_grpc.MessagingServiceServicer):
     def __init__(self, directory: BrokerDirectory, config: MessagingConfig, clock, registry: ClientRegistry,
-                 accounts: authentication.Accounts | None = None,
-                 tls_endpoint: Callable[[Endpoint], Endpoint | None] | None = None):
-        """``tls_endpoint``: the TLS endpoint serving what a plaintext endpoint serves, when known."""
+                 accounts: authentication.Accounts | None = None):
         self._directory = directory
         self._config = config
         self._clock = clock
         self._registry = registry
         self._accounts = accounts or authentication.Accounts({})
-        self._tls_endpoint = tls_endpoint
+        self._warned_without_tls: set[tuple[str, Endpoint]] = set()  # (broker, plaintext endpoint), bounded
         self._next_expiry_ms = 0
 
     # ---------------------------------------------------------------- the one place
@@ -123,14 +127,28 @@ class MessagingService(service_grpc.MessagingServiceServicer):
         return GroupSettings()
 
     def _over_transport(self, routes: list[QueueRoute], context) -> list[QueueRoute]:
-        """Over TLS, each endpoint this container also serves over TLS becomes that TLS endpoint."""
-        if self._tls_endpoint is None or not _over_tls(context):
+        """Over TLS, every queue's endpoint becomes the TLS endpoint of the container hosting its
+        broker; one without a TLS port keeps its plaintext endpoint (warned about once)."""
+        if not _over_tls(context):
             return routes
         secured = []
         for route in routes:
-            endpoint = self._tls_endpoint(route.endpoint)
-            secured.append(route if endpoint is None else dataclasses.replace(route, endpoint=endpoint))
+            if route.tls_endpoint is None:
+                self._warn_without_tls(route)
+                secured.append(route)
+            else:
+                secured.append(dataclasses.replace(route, endpoint=route.tls_endpoint))
         return secured
+
+    def _warn_without_tls(self, route: QueueRoute) -> None:
+        key = (route.broker_name, route.endpoint)
+        if key in self._warned_without_tls or len(self._warned_without_tls) >= _WARNINGS_WITHOUT_TLS_MAX:
+            return
+        self._warned_without_tls.add(key)
+        host, port = route.endpoint
+        log.warning("a TLS client asked for the route of %s, but broker %s is hosted by a container without a TLS "
+                    "port (grpcTlsPort); its queues keep the plaintext endpoint %s:%d, which TLS clients cannot use",
+                    route.topic, route.broker_name, host, port)
 
     def _maybe_expire_clients(self) -> None:
         now = self._clock.monotonic_ms()

@@ -10,7 +10,9 @@ process, against a server in another process:
 each under ASYNC_FLUSH and SYNC_FLUSH.  The same client drives a bare grpc.aio echo server
 (another process, same payload and concurrency) and the broker/echo ratio is printed, with
 the server process's CPU time (user + system, /proc) per 1000 messages, which moves much
-less with the machine's load than messages/s do.  Message ids are a per-run random prefix
+less with the machine's load than messages/s do.  ``--rounds`` repeats (echo, ASYNC_FLUSH,
+SYNC_FLUSH) back to back and prints medians, each ratio taken within its round: on a shared
+VM one case's msg/s moved by up to 2x between minutes.  Message ids are a per-run random prefix
 plus a counter (a uuid4 per message cost the client ~12 us of its share of the CPUs).
 
     .venv/bin/python bench/bench_broker.py                   # the real container
@@ -27,6 +29,8 @@ import sys
 import tempfile
 import time
 import itertools
+import math
+import statistics
 import uuid
 from pathlib import Path
 
@@ -229,11 +233,43 @@ def report(title: str, broker: dict, echo: dict) -> None:
     nan = float("nan")
     for case, figures in broker.items():
         base = echo.get(case)
-        ratio = f"{figures['msg_s'] / base['msg_s']:.2f}" if base else "-"
+        ratio = f"{figures['ratio']:.2f}" if "ratio" in figures else "-"
         print(f"{case:<14}{figures['msg_s']:>10.0f}{figures.get('p50_ms', nan):>9.2f}"
               f"{figures.get('p99_ms', nan):>9.2f}{(base or {}).get('msg_s', nan):>12.0f}{ratio:>13}"
               f"{figures.get('cpu_ms_1k', nan):>11.0f}{(base or {}).get('cpu_ms_1k', nan):>10.0f}")
     print("cpu ms/1k: server process CPU (user + system) per 1000 messages; echo cpu: the echo server's")
+
+
+def _run_target(args, flush: str) -> dict:
+    topic = f"bench-{flush.lower().replace('_', '-')}"
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.target == "fake":
+            server, endpoint = start_fake(topic)
+            stop, pid = (lambda: (server.kill(), server.wait())), server.pid  # noqa: E731
+        else:
+            server, endpoint = start_container(topic, flush, Path(tmp))
+            stop, pid = server.stop, server.process.pid
+        try:
+            return asyncio.run(bench_broker(endpoint, topic, args.seconds, args.e2e_count, args.consumers, pid))
+        finally:
+            stop()
+
+
+def median_figures(rounds: list[dict]) -> dict:
+    """case -> figure -> the median over rounds (NaN-free figures only)."""
+    merged: dict = {}
+    for figures in rounds:
+        for case, values in figures.items():
+            for key, value in values.items():
+                merged.setdefault(case, {}).setdefault(key, []).append(value)
+    return {case: {key: statistics.median(v) for key, v in values.items() if not any(math.isnan(x) for x in v)}
+            for case, values in merged.items()}
+
+
+def _ratios(runs: list[dict], echoes: list[dict]) -> dict:
+    """case -> [broker msg/s / echo msg/s of the same round]."""
+    return {case: [run[case]["msg_s"] / echo[case]["msg_s"] for run, echo in zip(runs, echoes)]
+            for case in runs[0] if case in echoes[0]}
 
 
 def main() -> int:
@@ -242,26 +278,28 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=3.0, help="duration of each closed-loop case")
     parser.add_argument("--e2e-count", type=int, default=2000)
     parser.add_argument("--consumers", type=int, default=4, help="receive-and-ack loops in flight (end to end)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds of (echo, each flush type); medians are printed, ratios are per round")
     args = parser.parse_args()
+    if args.rounds < 1 or args.seconds <= 0 or args.e2e_count < 1 or args.consumers < 1:
+        parser.error("--rounds, --seconds, --e2e-count and --consumers must be positive")
     print(f"python {sys.version.split()[0]}, grpcio {grpc.__version__}, {os.cpu_count()} cpus, target={args.target}, "
           f"{len(BODY)} B bodies, {args.seconds}s per case; client and server in separate processes")
-    echo = asyncio.run(bench_echo(args.seconds, args.consumers))
-    for flush in ("ASYNC_FLUSH", "SYNC_FLUSH"):
-        topic = f"bench-{flush.lower().replace('_', '-')}"
-        with tempfile.TemporaryDirectory() as tmp:
-            if args.target == "fake":
-                server, endpoint = start_fake(topic)
-                stop, pid = (lambda: (server.kill(), server.wait())), server.pid  # noqa: E731
-            else:
-                server, endpoint = start_container(topic, flush, Path(tmp))
-                stop, pid = server.stop, server.process.pid
-            try:
-                figures = asyncio.run(bench_broker(endpoint, topic, args.seconds, args.e2e_count, args.consumers, pid))
-            finally:
-                stop()
-        report(f"{flush} ({'fake broker: no disk' if args.target == 'fake' else 'container'})", figures, echo)
-        if args.target == "fake":
-            break
+    flushes = ("ASYNC_FLUSH",) if args.target == "fake" else ("ASYNC_FLUSH", "SYNC_FLUSH")
+    echoes, runs = [], {flush: [] for flush in flushes}
+    for round_no in range(1, args.rounds + 1):  # interleaved, so a drift of the machine hits all alike
+        echoes.append(asyncio.run(bench_echo(args.seconds, args.consumers)))
+        for flush in flushes:
+            runs[flush].append(_run_target(args, flush))
+            print(f"round {round_no}/{args.rounds} {flush}: " + ", ".join(
+                f"{case} {figures['msg_s']:.0f}" for case, figures in runs[flush][-1].items()), flush=True)
+    echo = median_figures(echoes)
+    for flush in flushes:
+        figures = median_figures(runs[flush])
+        for case, ratios in _ratios(runs[flush], echoes).items():
+            figures[case]["ratio"] = statistics.median(ratios)
+        title = f"{flush} ({'fake broker: no disk' if args.target == 'fake' else 'container'})"
+        report(f"{title}, median of {args.rounds} round(s)", figures, echo)
     return 0
 
 

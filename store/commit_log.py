@@ -19,21 +19,14 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, NamedTuple
+from typing import Callable, Iterable
 
 from store import record
-from store.record import BLANK_SIZE, Invalid, Kind, RecordInfo
+from store.record import BLANK_SIZE, HEADER_SIZE, Invalid, Kind, RecordInfo
 from store.segmented_file import SegmentedFile
 
 SCAN_CHUNK_BYTES = 4 << 20
 READ_SPAN_MAX_BYTES = 1 << 20  # read_messages: records this close share one read
-
-
-class Placed(NamedTuple):
-    """A record written to the log (a named tuple: one per record on the put path)."""
-
-    commit_offset: int
-    size: int
 
 
 @dataclass(frozen=True)
@@ -69,26 +62,28 @@ class CommitLog:
             return self.write_offset, b""
         return self.write_offset + room, record.encode_blank(room)
 
-    def append(self, build: Iterable[tuple[int, Callable[[int], bytes]]]) -> list[Placed]:
-        """Append records given as (size, seal(commit_offset) -> bytes); one write per segment."""
-        placed: list[Placed] = []
-        chunk_start, chunk = self.write_offset, []
+    def append(self, records: Iterable[tuple[bytes, int, int, int]], store_timestamp_ms: int) -> list[int]:
+        """Seal and append records given as (tail, queue id, queue offset, born timestamp), one
+        write per segment; their commit offsets, in order.  Each record's size is
+        ``HEADER_SIZE + len(tail)``, at most :meth:`max_record_size`."""
+        offsets: list[int] = []
         offset = self.write_offset
-        for size, seal in build:
-            room = self.room(offset)
-            if size + BLANK_SIZE > room:
-                chunk.append(record.encode_blank(room))
+        chunk_start, chunk = offset, []
+        segment_end = self.files.segment_start(offset) + self.segment_size
+        seal = record.seal
+        for tail, queue_id, queue_offset, born_timestamp_ms in records:
+            size = HEADER_SIZE + len(tail)
+            if offset + size + BLANK_SIZE > segment_end:
+                chunk.append(record.encode_blank(segment_end - offset))
                 self._write(chunk_start, chunk)
-                offset += room
-                chunk_start, chunk = offset, []
-            data = seal(offset)
-            assert len(data) == size
-            chunk.append(data)
-            placed.append(Placed(offset, size))
+                offset = chunk_start = segment_end
+                chunk, segment_end = [], segment_end + self.segment_size
+            chunk.append(seal(tail, queue_id, queue_offset, offset, store_timestamp_ms, born_timestamp_ms))
+            offsets.append(offset)
             offset += size
         self._write(chunk_start, chunk)
         self.write_offset = offset
-        return placed
+        return offsets
 
     def _write(self, start: int, parts: list[bytes]) -> None:
         if parts:

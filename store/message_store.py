@@ -188,38 +188,38 @@ class MessageStore(Reader):
 
     def _write(self, drafts: Sequence[MessageDraft]) -> tuple[list[StoredMessage], list[_Pending]]:
         """Encode, assign queue offsets and append; nothing is assigned if anything is refused."""
-        limit = min(self.config.max_message_size, self._log.max_record_size())
-        tails = []
+        limit = min(self.config.max_message_size, self._log.max_record_size()) - record.HEADER_SIZE
+        next_queue_offset = self._next_queue_offset
+        offsets: dict[tuple[str, int], int] = {}  # only the queues this put touches
+        records = []
+        encode_tail = record.encode_tail
         for draft in drafts:
             try:
-                tail = record.encode_tail(draft)
+                tail = encode_tail(draft)
             except ValueError as failure:
                 raise MessageTooLarge(f"message to {draft.topic}: {failure}") from None
-            if record.HEADER_SIZE + len(tail) > limit:
+            if len(tail) > limit:
                 raise MessageTooLarge(f"message to {draft.topic} is {record.HEADER_SIZE + len(tail)} bytes "
-                                      f"encoded, more than {limit} (maxMessageSize / segment size)")
-            tails.append(tail)
-        now = self._now_ms()
-        offsets: dict[tuple[str, int], int] = {}  # only the queues this put touches
-        build, queue_offsets = [], []
-        for draft, tail in zip(drafts, tails):
+                                      f"encoded, more than {limit + record.HEADER_SIZE} (maxMessageSize / segment size)")
             key = (draft.topic, draft.queue_id)
-            queue_offset = offsets.get(key, self._next_queue_offset.get(key, 0))
+            queue_offset = offsets.get(key)
+            if queue_offset is None:
+                queue_offset = next_queue_offset.get(key, 0)
             offsets[key] = queue_offset + 1
-            queue_offsets.append(queue_offset)
-            build.append((record.HEADER_SIZE + len(tail), _sealer(tail, draft, queue_offset, now)))
+            records.append((tail, draft.queue_id, queue_offset, draft.born_timestamp_ms))
+        now = self._now_ms()
         try:
-            placed = self._log.append(build)
+            commit_offsets = self._log.append(records, now)
         except OSError as failure:
             raise DiskFull(f"commit log write failed: {failure}") from None
-        self._next_queue_offset.update(offsets)
+        next_queue_offset.update(offsets)
         stored, pending = [], []
-        trusted = StoredMessage.trusted
-        for draft, queue_offset, where in zip(drafts, queue_offsets, placed):
-            commit_offset, size = where.commit_offset, where.size
+        trusted, header_size = StoredMessage.trusted, record.HEADER_SIZE
+        for draft, (tail, queue_id, queue_offset, _), commit_offset in zip(drafts, records, commit_offsets):
+            size = header_size + len(tail)
             stored.append(trusted(draft, commit_offset, size, queue_offset, now))
             entry = encode_entry(commit_offset, size, tag_hash(draft.properties.get(Prop.TAG)))
-            pending.append((commit_offset + size, draft.topic, draft.queue_id, queue_offset, entry))
+            pending.append((commit_offset + size, draft.topic, queue_id, queue_offset, entry))
         return stored, pending
 
     def _index(self, pending: Sequence[_Pending]) -> None:
@@ -466,8 +466,3 @@ class MessageStore(Reader):
 def _time_out(waiter: asyncio.Future, timeout_ms: int) -> None:
     if not waiter.done():
         waiter.set_exception(FlushTimeout(f"fdatasync did not finish within syncFlushTimeout {timeout_ms} ms"))
-
-
-def _sealer(tail: bytes, draft: MessageDraft, queue_offset: int, now: int) -> Callable[[int], bytes]:
-    return lambda commit_offset: record.seal(tail, draft.queue_id, queue_offset, commit_offset,
-                                             now, draft.born_timestamp_ms)

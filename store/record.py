@@ -84,33 +84,63 @@ def _text(value: str, limit_bytes: int, what: str) -> bytes:
     return data
 
 
-def encode_properties(props: Mapping[str, str]) -> bytes:
-    parts = []
+_SHORT_TEXT_CACHE_MAX = 4096
+_short_texts: dict[str, bytes] = {}  # text -> u16 length + UTF-8: topics, hosts and property keys repeat
+
+
+def _short_text(value: str, what: str) -> bytes:
+    """``value`` as u16 length + UTF-8, from a bounded cache (every record repeats its topic,
+    host and property keys; encoding them again was a third of the encoder's time)."""
+    encoded = _short_texts.get(value)
+    if encoded is None:
+        data = _text(value, MAX_SHORT, what)
+        encoded = _U16.pack(len(data)) + data
+        if len(_short_texts) < _SHORT_TEXT_CACHE_MAX:
+            _short_texts[value] = encoded
+    return encoded
+
+
+def _add_properties(parts: list, props: Mapping[str, str]) -> None:
+    """Append a properties section (u32 byte length, then the entries) to ``parts``."""
+    at = len(parts)
+    parts.append(b"")  # the section's length, known once its entries are
+    size = 0
+    pack_u32 = _U32.pack
     for key, value in props.items():
-        k = _text(key, MAX_SHORT, "property key")
+        k = _short_text(key, "property key")
         v = value.encode("utf-8")
-        parts += [_U16.pack(len(k)), k, _U32.pack(len(v)), v]
-    data = b"".join(parts)
-    return _U32.pack(len(data)) + data
+        parts += (k, pack_u32(len(v)), v)
+        size += len(k) + 4 + len(v)
+    parts[at] = pack_u32(size)
+
+
+def encode_properties(props: Mapping[str, str]) -> bytes:
+    parts: list[bytes] = []
+    _add_properties(parts, props)
+    return b"".join(parts)
 
 
 def encode_tail(draft: MessageDraft) -> bytes:
     """Everything after the header; its length fixes the record size before placement."""
-    topic = _text(draft.topic, MAX_SHORT, "topic")
-    host = _text(draft.born_host, MAX_SHORT, "born host")
-    return b"".join([_U16.pack(len(topic)), topic, _U16.pack(len(host)), host,
-                     encode_properties(draft.properties), encode_properties(draft.user_properties),
-                     _U32.pack(len(draft.body)), draft.body])
+    parts = [_short_text(draft.topic, "topic"), _short_text(draft.born_host, "born host")]
+    _add_properties(parts, draft.properties)
+    _add_properties(parts, draft.user_properties)
+    body = draft.body
+    parts += (_U32.pack(len(body)), body)
+    return b"".join(parts)
+
+
+_HEAD_FRONT = struct.Struct(">II")  # size, magic: the bytes before the CRC
+_HEAD_BACK = struct.Struct(">iIqqqq")  # queue id .. born timestamp: the bytes after it
 
 
 def seal(tail: bytes, queue_id: int, queue_offset: int, commit_offset: int,
          store_timestamp_ms: int, born_timestamp_ms: int) -> bytes:
     """Header + tail with its CRC: the bytes written to the commit log."""
-    size = HEADER_SIZE + len(tail)
-    head = HEADER.pack(size, MESSAGE_MAGIC, 0, queue_id, 0, queue_offset, commit_offset,
-                       store_timestamp_ms, born_timestamp_ms)
-    crc = zlib.crc32(tail, zlib.crc32(head[12:], zlib.crc32(head[:8])))
-    return head[:8] + _U32.pack(crc) + head[12:] + tail
+    front = _HEAD_FRONT.pack(HEADER_SIZE + len(tail), MESSAGE_MAGIC)
+    back = _HEAD_BACK.pack(queue_id, 0, queue_offset, commit_offset, store_timestamp_ms, born_timestamp_ms)
+    crc = zlib.crc32(tail, zlib.crc32(back, zlib.crc32(front)))
+    return b"".join((front, _U32.pack(crc), back, tail))
 
 
 def encode_record(draft: MessageDraft, queue_offset: int, commit_offset: int, store_timestamp_ms: int) -> bytes:

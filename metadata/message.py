@@ -89,6 +89,12 @@ class MessageDraft:
                               user_properties=_frozen(user_properties))
         return draft
 
+    def placed(self, queue_id: int) -> "MessageDraft":
+        """This draft for queue ``queue_id``; its frozen mappings are shared, not copied again."""
+        draft = _new(type(self))
+        draft.__dict__.update(self.__dict__, queue_id=queue_id)
+        return draft
+
     @property
     def tag(self) -> str | None:
         return self.properties.get(Prop.TAG)

@@ -39,6 +39,15 @@ class SendItem:
     delivery_timestamp_ms: int | None = None  # DELAY
     producer_client_id: str = ""
 
+    @classmethod
+    def trusted(cls, draft: MessageDraft, message_type: MessageType, message_group: str | None,
+                delivery_timestamp_ms: int | None, producer_client_id: str) -> "SendItem":
+        """The constructor's value, built without the frozen ``__init__`` (one per message sent)."""
+        item = object.__new__(cls)
+        item.__dict__.update(draft=draft, message_type=message_type, message_group=message_group,
+                             delivery_timestamp_ms=delivery_timestamp_ms, producer_client_id=producer_client_id)
+        return item
+
 
 @dataclass(frozen=True)
 class SendOutcome:
@@ -47,6 +56,15 @@ class SendOutcome:
     queue_offset: int
     transaction_id: str = ""  # non-empty for TRANSACTION
     recall_handle: str = ""  # non-empty for DELAY
+
+    @classmethod
+    def trusted(cls, message_id: str, queue_id: int, queue_offset: int, transaction_id: str,
+                recall_handle: str) -> "SendOutcome":
+        """The constructor's value, built without the frozen ``__init__`` (one per message sent)."""
+        outcome = object.__new__(cls)
+        outcome.__dict__.update(message_id=message_id, queue_id=queue_id, queue_offset=queue_offset,
+                                transaction_id=transaction_id, recall_handle=recall_handle)
+        return outcome
 
 
 @dataclass(frozen=True)

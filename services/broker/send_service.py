@@ -41,6 +41,17 @@ def _remembered(outcome: SendOutcome) -> tuple:
     return (outcome.message_id, outcome.queue_id, outcome.queue_offset, outcome.transaction_id, outcome.recall_handle)
 
 
+class _Run:
+    """Consecutive plain items that will share one put, with their (topic, message id) keys."""
+
+    __slots__ = ("items", "keys", "ids")
+
+    def __init__(self) -> None:
+        self.items: list[SendItem] = []
+        self.keys: list[tuple[str, str]] = []  # one per item, in order
+        self.ids: set[tuple[str, str]] = set()  # the keys with a message id
+
+
 def fifo_queue(message_group: str, write_queues: int) -> int:
     return zlib.crc32(message_group.encode("utf-8")) % write_queues
 
@@ -62,45 +73,46 @@ class SendService:
         """Consecutive plain messages share one store put (one write, one fdatasync); the rest
         (DELAY, TRANSACTION, ids already answered or in progress) go one by one, in order."""
         outcomes: list[SendOutcome] = []
-        run: list[SendItem] = []
-        run_keys: set[tuple[str, str]] = set()
+        run = _Run()
         for item in items:
-            if not self._joins_run(item, run, run_keys):
+            if not self._joins_run(item, run):
                 outcomes += await self._put_run(run)
-                run, run_keys = [], set()
-                if not self._joins_run(item, run, run_keys):
+                run = _Run()
+                if not self._joins_run(item, run):
                     outcomes.append(await self._send_deduplicated(item))
         outcomes += await self._put_run(run)
         return outcomes
 
-    def _joins_run(self, item: SendItem, run: list[SendItem], run_keys: set[tuple[str, str]]) -> bool:
-        """Append ``item`` to ``run`` if it may share the run's put; say whether it did."""
-        if item.message_type not in _PLAIN or len(run) >= self.store.config.max_batch_put:
+    def _joins_run(self, item: SendItem, run: _Run) -> bool:
+        """Add ``item`` to ``run`` if it may share the run's put; say whether it did."""
+        if item.message_type not in _PLAIN or len(run.items) >= self.store.config.max_batch_put:
             return False
-        key = (item.draft.topic, item.draft.message_id)
+        key = (item.draft.topic, item.draft.properties.get(Prop.MESSAGE_ID, ""))
         if key[1]:
-            if key in run_keys or key in self._in_progress or self.dedupe.lookup(*key, self.clock.now_ms()) is not None:
+            if key in run.ids or key in self._in_progress or self.dedupe.lookup(*key, self.clock.now_ms()) is not None:
                 return False
-            run_keys.add(key)
-        run.append(item)
+            run.ids.add(key)
+        run.items.append(item)
+        run.keys.append(key)
         return True
 
-    async def _put_run(self, run: list[SendItem]) -> list[SendOutcome]:
+    async def _put_run(self, run: _Run) -> list[SendOutcome]:
         """One put for ``run``; its ids are in progress until it returns (a retry awaits it)."""
-        if not run:
+        if not run.items:
             return []
         now = self.clock.now_ms()
-        drafts = self._placed_run(run, now)
+        drafts = self._placed_run(run.items, now)
         future = asyncio.get_running_loop().create_future()
-        keys = [(draft.topic, draft.message_id) for draft in drafts]
-        in_progress = self._in_progress
+        keys, in_progress = run.keys, self._in_progress
         for index, key in enumerate(keys):
             if key[1]:
                 in_progress[key] = (future, index)
         try:
             stored = await self.store.put(drafts)
-            outcomes = [SendOutcome(key[1], s.queue_id, s.queue_offset) for key, s in zip(keys, stored)]
-            self.dedupe.remember_many(keys, [_remembered(o) for o in outcomes], now)
+            remembered = [(key[1], draft.queue_id, s.queue_offset, "", "")
+                          for key, draft, s in zip(keys, drafts, stored)]
+            outcomes = [SendOutcome.trusted(*kept) for kept in remembered]
+            self.dedupe.remember_many(keys, remembered, now)
             future.set_result(outcomes)
             return outcomes
         except BaseException as error:
@@ -173,8 +185,9 @@ class SendService:
                 properties = {**properties, Prop.MESSAGE_TYPE: message_type.value}
                 if item.message_group:
                     properties[Prop.MESSAGE_GROUP] = item.message_group
-            placed.append(MessageDraft.trusted(draft.topic, self._queue(topic, item), draft.body, draft.born_timestamp_ms,
-                                               draft.born_host, properties, draft.user_properties))
+                draft = MessageDraft.trusted(draft.topic, draft.queue_id, draft.body, draft.born_timestamp_ms,
+                                             draft.born_host, properties, draft.user_properties)
+            placed.append(draft.placed(self._queue(topic, item)))
         return placed
 
     async def _send_one(self, item: SendItem) -> SendOutcome:

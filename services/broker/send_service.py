@@ -33,7 +33,7 @@ from services.broker.transaction_service import TransactionService
 from store.errors import StoreError
 
 
-_PLAIN = frozenset({MessageType.NORMAL, MessageType.FIFO})  # stored as they are, so a request's share one put
+_NORMAL, _FIFO = MessageType.NORMAL, MessageType.FIFO  # plain: stored as they are, so a request's share one put
 
 
 def _remembered(outcome: SendOutcome) -> tuple:
@@ -66,6 +66,7 @@ class SendService:
         # objects they made every full collection walk them all
         self.dedupe: SendDedupe[tuple] = SendDedupe(config.send_dedupe_window_ms, config.send_dedupe_max_entries)
         self._round_robin: dict[str, int] = {}
+        self._max_batch_put = store.config.max_batch_put
         # (topic, message id) -> (the put's future of outcomes, this id's index in it)
         self._in_progress: dict[tuple[str, str], tuple[asyncio.Future, int]] = {}
 
@@ -74,22 +75,24 @@ class SendService:
         (DELAY, TRANSACTION, ids already answered or in progress) go one by one, in order."""
         outcomes: list[SendOutcome] = []
         run = _Run()
+        now_ms = self.clock.now_ms()
         for item in items:
-            if not self._joins_run(item, run):
+            if not self._joins_run(item, run, now_ms):
                 outcomes += await self._put_run(run)
-                run = _Run()
-                if not self._joins_run(item, run):
+                run, now_ms = _Run(), self.clock.now_ms()
+                if not self._joins_run(item, run, now_ms):
                     outcomes.append(await self._send_deduplicated(item))
         outcomes += await self._put_run(run)
         return outcomes
 
-    def _joins_run(self, item: SendItem, run: _Run) -> bool:
+    def _joins_run(self, item: SendItem, run: _Run, now_ms: int) -> bool:
         """Add ``item`` to ``run`` if it may share the run's put; say whether it did."""
-        if item.message_type not in _PLAIN or len(run.items) >= self.store.config.max_batch_put:
+        message_type = item.message_type  # compared by identity: an Enum's hash is a Python call
+        if (message_type is not _NORMAL and message_type is not _FIFO) or len(run.items) >= self._max_batch_put:
             return False
         key = (item.draft.topic, item.draft.properties.get(Prop.MESSAGE_ID, ""))
         if key[1]:
-            if key in run.ids or key in self._in_progress or self.dedupe.lookup(*key, self.clock.now_ms()) is not None:
+            if key in run.ids or key in self._in_progress or self.dedupe.lookup(*key, now_ms) is not None:
                 return False
             run.ids.add(key)
         run.items.append(item)
@@ -172,17 +175,18 @@ class SendService:
 
     def _placed_run(self, items: Sequence[SendItem], now_ms: int) -> list[MessageDraft]:
         """:meth:`_placed` of each item; the topic is looked up once per (topic, type)."""
-        configs: dict[tuple[str, MessageType], TopicConfig] = {}
+        configs: dict[tuple[str, str], TopicConfig] = {}
         placed = []
         for item in items:
             draft, message_type = item.draft, item.message_type
-            topic = configs.get((draft.topic, message_type))
+            type_name = message_type._value_  # the plain str: hashing the Enum is a Python call
+            topic = configs.get((draft.topic, type_name))
             if topic is None:
-                topic = configs[(draft.topic, message_type)] = self.topics.for_send(draft.topic, message_type, now_ms)
+                topic = configs[(draft.topic, type_name)] = self.topics.for_send(draft.topic, message_type, now_ms)
             properties = draft.properties
-            if properties.get(Prop.MESSAGE_TYPE) != message_type.value or (
+            if properties.get(Prop.MESSAGE_TYPE) != type_name or (
                     item.message_group and properties.get(Prop.MESSAGE_GROUP) != item.message_group):
-                properties = {**properties, Prop.MESSAGE_TYPE: message_type.value}
+                properties = {**properties, Prop.MESSAGE_TYPE: type_name}
                 if item.message_group:
                     properties[Prop.MESSAGE_GROUP] = item.message_group
                 draft = MessageDraft.trusted(draft.topic, draft.queue_id, draft.body, draft.born_timestamp_ms,

@@ -166,7 +166,7 @@ def send_item(message, config: MessagingConfig, now_ms: int, client_id: str, che
     if keys:
         properties[Prop.KEYS] = _keys(keys, config)
     message_type, group, delivery_ms = _type_and_schedule(system, config, now_ms)
-    properties[Prop.MESSAGE_TYPE] = message_type.value
+    properties[Prop.MESSAGE_TYPE] = message_type._value_  # the plain str, without Enum.value's property
     if group is not None:
         properties[Prop.MESSAGE_GROUP] = group
     if delivery_ms is not None:

@@ -32,6 +32,7 @@ import logging
 import time
 
 from metadata import authentication
+from metadata.message import MessageType
 from metadata.status import Code, RequestRejected
 from proto import messaging_definition_pb2 as pb
 from proto import messaging_service_pb2 as service
@@ -197,7 +198,7 @@ class MessagingService(service_grpc.MessagingServiceServicer):
         items = converters.send_items(request, self._config, self._clock.now_ms(), client.client_id)
         topic = items[0].draft.topic
         broker = self._master(topic)
-        if any(item.message_type.value == "TRANSACTION" for item in items):
+        if any(item.message_type is MessageType.TRANSACTION for item in items):
             self._registry.note_publishing(client.client_id, topic)
         outcomes = await broker.send(items)
         assert len(outcomes) == len(items), "the broker answers every message"

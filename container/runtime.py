@@ -38,7 +38,7 @@ from services.ha.master import ReplicationMaster
 from services.ha.converters import MAX_FRAME_BYTES
 from services.ha.service import HaListener, add_ha_service
 from services.messaging.config import MessagingConfig
-from services.messaging.server import add_messaging_services, server_options
+from services.messaging.server import GenericHandlersOnly, add_messaging_services, server_options
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +117,7 @@ class BrokerContainer:
         self._client_server = grpc.aio.server(options=server_options(self.messaging))
         self.directory.attach_registry(add_messaging_services(self._client_server, self.directory, self.messaging, self.clock,
                                                               accounts=self.accounts))
-        health_pb2_grpc.add_HealthServicer_to_server(self._health, self._client_server)
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, GenericHandlersOnly(self._client_server))
         self.ports["client"] = self._bind(self._client_server, "grpcServerPort", self.config.client_bind_host, self.config.grpc_server_port)
         if self.tls is not None:
             credentials = grpc.ssl_server_credentials([(self.tls.private_key, self.tls.certificate_chain)])

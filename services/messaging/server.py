@@ -40,11 +40,12 @@ def _metrics_sink() -> grpc.GenericRpcHandler:
     return grpc.method_handlers_generic_handler("opentelemetry.proto.collector.metrics.v1.MetricsService", {"Export": handler})
 
 
-class _GenericHandlersOnly:
+class GenericHandlersOnly:
     """The generated ``add_..._to_server`` also registers every method with the core.  grpc.aio
     then keeps one pending request-call future per registered method and ``asyncio.wait``s on
     all of them (22 for MessagingService) for every incoming call; with the generic handler
-    alone it waits on one, as a bare echo server does.  Method paths and handlers are the same."""
+    alone it waits on one, as a bare echo server does.  Method paths and handlers are the same.
+    Every service on the client endpoint (the health service too) is added through it."""
 
     def __init__(self, server: grpc.aio.Server):
         self._server = server
@@ -61,6 +62,6 @@ def add_messaging_services(server: grpc.aio.Server, directory: BrokerDirectory, 
     """``accounts`` authenticate calls when ``authenticationEnabled``."""
     registry = ClientRegistry(config, clock)
     service = MessagingService(directory, config, clock, registry, accounts=accounts)
-    service_grpc.add_MessagingServiceServicer_to_server(service, _GenericHandlersOnly(server))
+    service_grpc.add_MessagingServiceServicer_to_server(service, GenericHandlersOnly(server))
     server.add_generic_rpc_handlers((_metrics_sink(),))
     return registry

@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from hypothesis import given, strategies as st
 from google.protobuf import duration_pb2
 
 from metadata.message import MessageType, Prop
@@ -263,3 +264,10 @@ def test_recall_fields():
     assert c.recall(s.RecallMessageRequest(topic=d.Resource(name="t"), recall_handle="R1"), CFG) == ("t", "R1")
     rejected(Code.BAD_REQUEST, c.recall, s.RecallMessageRequest(topic=d.Resource(name="t")), CFG)
     rejected(Code.ILLEGAL_TOPIC, c.recall, s.RecallMessageRequest(recall_handle="R1"), CFG)
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=0x3000), max_size=40))
+def test_control_character_check_matches_java_iso_control(text):
+    """The printable fast path must agree with Java's isISOControl on any text (separators
+    like U+2028 are not printable yet not control characters)."""
+    assert c.has_control_character(text) == any(ord(ch) <= 0x1F or 0x7F <= ord(ch) <= 0x9F for ch in text)

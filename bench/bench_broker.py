@@ -19,7 +19,8 @@ The client sends SendMessage requests as bytes, each message's fresh id spliced 
 serialized template (:class:`SendRequests`, checked against protobuf's own encoding at
 start), as it sends the echo server bytes: client and server share the two cores, and
 building protobuf messages cost the client about 20 us per message that the echo's client
-never paid, which starved the server being measured.
+never paid, which starved the server being measured.  The echo's calls carry the same
+metadata headers as the broker's (client id, language), as every official client sends them.
 
     .venv/bin/python bench/bench_broker.py                   # the real container
     .venv/bin/python bench/bench_broker.py --target fake     # servicer over the in-memory fake
@@ -262,14 +263,14 @@ async def bench_echo(seconds: float, consumers: int) -> dict:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             call = channel.unary_unary("/bench.Echo/Call")
             for concurrency in (1, 16, 64):
-                results[f"send c={concurrency}"] = await closed_loop(lambda: call(payload), concurrency, seconds, pid=process.pid)
-            results["batch32 c=16"] = await closed_loop(lambda: call(batch), 16, seconds, per_request=32, pid=process.pid)
+                results[f"send c={concurrency}"] = await closed_loop(lambda: call(payload, metadata=META), concurrency, seconds, pid=process.pid)
+            results["batch32 c=16"] = await closed_loop(lambda: call(batch, metadata=META), 16, seconds, per_request=32, pid=process.pid)
             stream = channel.unary_stream("/bench.Echo/Stream")
 
             async def receive_like():  # 34 responses of one message each, then a unary call (the ack)
-                async for _ in stream(payload):
+                async for _ in stream(payload, metadata=META):
                     pass
-                await call(payload)
+                await call(payload, metadata=META)
             results["receive+ack"] = await closed_loop(receive_like, consumers, seconds, per_request=32, pid=process.pid)
         return results
     finally:

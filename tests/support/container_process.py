@@ -18,21 +18,34 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+_handed_out: set[int] = set()  # ports this process gave a test: the kernel may offer them again
 
 
 def free_ports(count: int) -> list[int]:
-    """``count`` distinct free loopback ports (held open together so they differ)."""
-    sockets = [socket.socket() for _ in range(count)]
-    for probe in sockets:
-        probe.bind(("127.0.0.1", 0))
-    ports = [probe.getsockname()[1] for probe in sockets]
-    for probe in sockets:
-        probe.close()
-    return ports
+    """``count`` free loopback ports, distinct and never handed out before by this process.
+    A probed port is released before its user binds it, so the kernel can offer it to the
+    next probe: a container once got the same port for its nameserver and its client endpoint."""
+    ports: list[int] = []
+    held = []
+    try:
+        for _ in range(count + 1000):  # a bound on retries; the ephemeral range has ~28k ports
+            probe = socket.socket()
+            held.append(probe)  # held until all are chosen, so they differ
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+            if port not in _handed_out:
+                _handed_out.add(port)
+                ports.append(port)
+                if len(ports) == count:
+                    return ports
+        raise RuntimeError(f"no {count} fresh loopback ports")
+    finally:
+        for probe in held:
+            probe.close()
+
+
+def free_port() -> int:
+    return free_ports(1)[0]
 
 
 def toml_value(value) -> str:
@@ -54,10 +67,10 @@ class ContainerProcess:
     log_path: Path | None = None
 
     def __post_init__(self) -> None:
-        self.client_port = free_port()
-        self.admin_port = free_port()
+        # distinct: three separate probes could be handed the same port (it happened)
+        self.client_port, self.admin_port, namesrv_port = free_ports(3)
         if not self.namesrv_port:
-            self.namesrv_port = free_port()
+            self.namesrv_port = namesrv_port
 
     @property
     def endpoint(self) -> str:

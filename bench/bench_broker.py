@@ -10,7 +10,8 @@ process, against a server in another process:
 each under ASYNC_FLUSH and SYNC_FLUSH.  The same client drives a bare grpc.aio echo server
 (another process, same payload and concurrency) and the broker/echo ratio is printed, with
 the server process's CPU time (user + system, /proc) per 1000 messages, which moves much
-less with the machine's load than messages/s do.  ``--rounds`` repeats (echo, ASYNC_FLUSH,
+less with the machine's load than messages/s do; from the echo's CPU per streamed message it
+prints the receive+ack ceiling one core allows before any broker work.  ``--rounds`` repeats (echo, ASYNC_FLUSH,
 SYNC_FLUSH) back to back and prints medians, each ratio taken within its round: on a shared
 VM one case's msg/s moved by up to 2x between minutes.  Message ids are a per-run random prefix
 plus a counter (a uuid4 per message cost the client ~12 us of its share of the CPUs).
@@ -290,6 +291,10 @@ def report(title: str, broker: dict, echo: dict) -> None:
               f"{figures.get('p99_ms', nan):>9.2f}{(base or {}).get('msg_s', nan):>12.0f}{ratio:>13}"
               f"{figures.get('cpu_ms_1k', nan):>11.0f}{(base or {}).get('cpu_ms_1k', nan):>10.0f}")
     print("cpu ms/1k: server process CPU (user + system) per 1000 messages; echo cpu: the echo server's")
+    streamed = (echo.get("receive+ack") or {}).get("cpu_ms_1k", nan)
+    if streamed == streamed:  # a receive streams one response per message; the echo's CPU bounds any server
+        print(f"receive+ack ceiling: the bare echo server alone spent {streamed:.0f} ms of CPU per 1000 messages in a "
+              f"receive's shape, so one core streams at most {1e6 / streamed:.0f} msg/s before any broker work")
 
 
 def _run_target(args, flush: str) -> dict:
@@ -328,7 +333,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--target", choices=["container", "fake"], default="container")
     parser.add_argument("--seconds", type=float, default=3.0, help="duration of each closed-loop case")
-    parser.add_argument("--e2e-count", type=int, default=2000)
+    parser.add_argument("--e2e-count", type=int, default=8000,
+                        help="messages sent then received and acked (the receive phase should last seconds)")
     parser.add_argument("--consumers", type=int, default=4, help="receive-and-ack loops in flight (end to end)")
     parser.add_argument("--rounds", type=int, default=3,
                         help="rounds of (echo, each flush type); medians are printed, ratios are per round")

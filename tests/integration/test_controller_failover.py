@@ -26,8 +26,6 @@ ROOT = Path(__file__).resolve().parents[2]
 Code = pb.ControllerStatus
 
 
-
-
 class Group:
     def __init__(self, tmp_path: Path):
         self.ports = free_ports(3)
@@ -90,6 +88,35 @@ async def apply_and_register(client: ControllerClient, name: str) -> bool:
     return reply.status.code == Code.SUCCESS
 
 
+class Writer:
+    """Registers brokers set-0, set-1, ... one after another, recording which were acknowledged."""
+
+    def __init__(self, client: ControllerClient):
+        self.client, self.acknowledged, self._stop = client, [], asyncio.Event()
+        self._task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        n = 0
+        while not self._stop.is_set():
+            name = f"set-{n}"
+            n += 1
+            try:
+                if await apply_and_register(self.client, name):
+                    self.acknowledged.append(name)
+            except Exception:  # refused or timed out during the election: not acknowledged
+                pass
+
+    async def until(self, count: int, timeout_s: float = 20.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while len(self.acknowledged) < count and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+
+    async def stop(self) -> list[str]:
+        self._stop.set()
+        await self._task
+        return self.acknowledged
+
+
 def test_kill_leader_under_writes_then_quorum_loss_then_full_restart(tmp_path):
     group = Group(tmp_path)
 
@@ -98,32 +125,15 @@ def test_kill_leader_under_writes_then_quorum_loss_then_full_restart(tmp_path):
             group.start(i)
         leader = await wait_leader(group, [0, 1, 2])
         client = ControllerClient(group.addresses, call_timeout_s=2.0, attempts=30, deadline_s=20.0)
-        acknowledged: list[str] = []
-        stop = asyncio.Event()
-
-        async def writer():
-            n = 0
-            while not stop.is_set():
-                name = f"set-{n}"
-                n += 1
-                try:
-                    if await apply_and_register(client, name):
-                        acknowledged.append(name)
-                except Exception:
-                    pass
-        task = asyncio.create_task(writer())
-        while len(acknowledged) < 20:
-            await asyncio.sleep(0.02)
+        writer = Writer(client)
+        await writer.until(20)
         group.kill(leader)
-        before_kill = len(acknowledged)
+        before_kill = len(writer.acknowledged)
         survivors = [i for i in range(3) if i != leader]
         new_leader = await wait_leader(group, survivors)
         assert new_leader != leader
-        deadline = time.monotonic() + 20
-        while len(acknowledged) < before_kill + 20 and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
-        stop.set()
-        await task
+        await writer.until(before_kill + 20)
+        acknowledged = await writer.stop()
         assert len(acknowledged) >= before_kill + 20, "writes did not resume on the new leader"
 
         reply = await client.call("GetSyncStateData", pb.GetSyncStateDataRequest())

@@ -7,14 +7,15 @@ process, against a server in another process:
 - batch: SendMessage requests of 32 messages (16 in flight): messages/s;
 - end to end: send N, then receive (batch 32) and ack them all: messages/s, and the
   receive-and-ack phase alone (one receive then one ack of its batch at a time);
-each under ASYNC_FLUSH and SYNC_FLUSH.  The same client drives a bare grpc.aio echo server
-(another process, same payload and concurrency) and the broker/echo ratio is printed, with
-the server process's CPU time (user + system, /proc) per 1000 messages, which moves much
-less with the machine's load than messages/s do; from the echo's CPU per streamed message it
-prints the receive+ack ceiling one core allows before any broker work.  ``--rounds`` repeats (echo, ASYNC_FLUSH,
-SYNC_FLUSH) back to back and prints medians, each ratio taken within its round: on a shared
-VM one case's msg/s moved by up to 2x between minutes.  Message ids are a per-run random prefix
-plus a counter (a uuid4 per message cost the client ~12 us of its share of the CPUs).
+each under ASYNC_FLUSH and SYNC_FLUSH. The same client drives a bare grpc.aio echo server
+(another process, on uvloop as the container; same payload and concurrency) and the broker/echo
+ratio is printed, with the server process's CPU time (user + system, /proc) per 1000 messages,
+which moves much less with the machine's load than messages/s do; from the echo's CPU per
+streamed message it prints the receive+ack ceiling one core allows before any broker work.
+``--rounds`` repeats (echo, ASYNC_FLUSH, SYNC_FLUSH) back to back and prints medians, each
+ratio taken within its round: on a shared VM one case's msg/s moved by up to 2x between
+minutes. Message ids are a per-run random prefix plus a counter (a uuid4 per message
+cost the client ~12 us of its share of the CPUs).
 
 The client sends SendMessage requests as bytes, each message's fresh id spliced into one
 serialized template (:class:`SendRequests`, checked against protobuf's own encoding at
@@ -54,7 +55,7 @@ from proto import messaging_service_pb2_grpc as g  # noqa: E402
 BODY = b"x" * 1024
 META = (("x-mq-client-id", f"bench@{os.getpid()}"), ("x-mq-language", "PYTHON"))
 ECHO_SERVER = """
-import asyncio, sys, grpc
+import asyncio, sys, grpc, uvloop
 async def echo(request, context):
     return request
 async def stream(request, context):  # a receive's shape: status, 32 messages, delivery timestamp
@@ -68,7 +69,7 @@ async def main():
     await server.start()
     print("READY", port, flush=True)
     await server.wait_for_termination()
-asyncio.run(main())
+uvloop.run(main())  # the container's event loop: on the default loop the echo costs ~10% more CPU
 """
 
 

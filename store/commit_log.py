@@ -10,6 +10,11 @@ Rules:
 * Recovery (:meth:`scan`) trusts nothing: it walks records from a known boundary checking
   CRC and position, stops at the first invalid one and :meth:`cut` removes the rest
   physically, later segments included.  A torn or corrupt tail is therefore never served.
+* Segments are kept written with zeros ``ZERO_AHEAD_BYTES`` past the data (store.segmented_file:
+  a group commit's fdatasync then costs less than half).  The scan ends cleanly where the
+  records stop and nothing but zeros follows to the end of the last file; zeros followed by
+  anything else, or zeros before a later segment, are a torn tail and are cut as before.
+  Recovery's cut drops the zeros too; they are written again with the next record.
 * Replication moves whole records only: :meth:`read_raw` returns whole records (the slave
   checks them against the master's index, store.replica_index, before anything is
   written), :meth:`cut` fsyncs.
@@ -26,6 +31,7 @@ from store.record import BLANK_SIZE, HEADER_SIZE, Invalid, Kind, RecordInfo
 from store.segmented_file import SegmentedFile
 
 SCAN_CHUNK_BYTES = 4 << 20
+ZERO_AHEAD_BYTES = 4 << 20
 READ_SPAN_MAX_BYTES = 1 << 20  # read_messages: records this close share one read
 
 
@@ -38,6 +44,7 @@ class ScanEnd:
 class CommitLog:
     def __init__(self, directory: Path, segment_size: int):
         self.files = SegmentedFile(directory, segment_size)
+        self.files.zero_ahead = ZERO_AHEAD_BYTES
         self.segment_size = segment_size
         starts = self.files.starts()
         self.write_offset = starts[0] if starts else 0  # set properly by recovery
@@ -169,11 +176,23 @@ class CommitLog:
                     needed = 0 if pos else record.declared_size(data)
                     offset += pos
                     continue
-                clean = info is Invalid.EMPTY and offset + pos == self.files.end()
+                clean = info is Invalid.EMPTY and self._zeros_to_end(offset + pos)
                 return ScanEnd(offset + pos, None if clean else info)
             offset, needed = offset + pos, 0
             if pos == 0:
-                return ScanEnd(offset, None if offset == self.files.end() else Invalid.EMPTY)
+                return ScanEnd(offset, None if self._zeros_to_end(offset) else Invalid.EMPTY)
+
+    def _zeros_to_end(self, offset: int) -> bool:
+        """Nothing but zeros from ``offset`` to the end of the last file (the data's clean end)."""
+        end = self.files.end()
+        if self.files.segment_start(offset) != self.files.segment_start(max(offset, end - 1)):
+            return offset == end  # a later segment exists: zeros here are a hole, not the end
+        while offset < end:
+            data = self.files.read(offset, min(end - offset, SCAN_CHUNK_BYTES))
+            if not data or data.count(0) != len(data):
+                return not data and offset >= end
+            offset += len(data)
+        return True
 
     @staticmethod
     def _walk(data, offset: int, room: int, visit) -> tuple[int, RecordInfo | Invalid | None]:

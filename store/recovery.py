@@ -5,7 +5,8 @@ Rules, in order:
 1. Scan the commit log from a boundary known to be durable (the start of the segment holding
    the checkpoint's older offset, or the first segment when there is no valid checkpoint),
    checking every record's CRC and position; stop at the first invalid record and cut there
-   physically (later segments too).  Everything below the cut was fsynced or is whole.
+   physically (later segments too).  Everything below the cut was fsynced or is whole.  At a
+   clean end only the zeros kept past the data (store.commit_log) are cut: no bytes truncated.
 2. Cut every consume-queue entry that ends past the log's end (never trust a CQ beyond the log).
 3. Replay the records from the consume queues' checkpointed offset to the end, rewriting their
    entries (idempotent: same bytes at the same place), so entries lost with an unsynced CQ
@@ -53,6 +54,8 @@ def recover(log: CommitLog, queues: QueueTable, point: Checkpoint | None) -> Rec
 
     end = log.scan(start, visit)
     truncated = log.cut(end.offset)
+    if end.reason is None:  # a clean end: only zeros written ahead of the data were cut
+        truncated = 0
     cut_entries = sum(queue.cut_beyond(end.offset) for queue in queues.all())
     _flush_batches(queues, batches)
     for queue in queues.all():

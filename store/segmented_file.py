@@ -3,8 +3,14 @@
 Rules:
 
 * Segment ``n`` covers ``[start, start + segment_size)`` and is the file named ``start``
-  written as 20 digits (RocketMQ's naming).  Files grow as they are written (no
-  preallocation); a write never crosses a segment boundary (callers arrange that).
+  written as 20 digits (RocketMQ's naming).  Files grow as they are written; a write never
+  crosses a segment boundary (callers arrange that).
+* Zeros ahead (``zero_ahead`` bytes, the commit log's choice): :meth:`write` keeps the file
+  written with zeros some way past its data, a chunk at a time.  An fdatasync after a write
+  into bytes already written changes neither the file's size nor its blocks, so ext4 has no
+  journal commit to make: on the reference VM 0.25 ms and ~100 us of CPU per sync instead
+  of 0.65 ms and ~260 us for a growing file.  The file is then longer than its data; the
+  reader of the space (the commit log's scan) tells data from the zeros that follow it.
 * Creating, deleting and truncating a file fsyncs its directory, so a file that held
   acknowledged bytes cannot vanish after a crash.
 * Plain ``os.pwrite``/``os.pread``/``os.fdatasync``.  Writes come from the event-loop thread;
@@ -60,6 +66,8 @@ class SegmentedFile:
         self.directory = Path(directory)
         self.segment_size = segment_size
         self._fds: dict[int, int] = {}
+        self.zero_ahead = 0  # bytes of zeros kept written past the data (0: files grow as written)
+        self._zeroed: dict[int, int] = {}  # segment start -> file bytes written so far (data or zeros)
         self._lock = threading.Lock()
         make_directories(self.directory)
         for entry in sorted(self.directory.iterdir()):
@@ -91,7 +99,27 @@ class SegmentedFile:
 
     # --- data ----------------------------------------------------------------------------
     def write(self, offset: int, data: bytes) -> None:
-        pwrite_all(*self.open_for_write(offset, len(data)), data)
+        fd, position = self.open_for_write(offset, len(data))
+        pwrite_all(fd, position, data)
+        if self.zero_ahead:
+            self._zero_past(offset - position, fd, position + len(data))
+
+    def _zero_past(self, start: int, fd: int, end: int) -> None:
+        """Once data comes within half of ``zero_ahead`` of the zeroed end, write zeros up to
+        ``zero_ahead`` past it (never past the segment).  A failure (a full disk) only costs
+        the speed-up: the data write before it succeeded."""
+        zeroed = self._zeroed.get(start)
+        if zeroed is None:
+            zeroed = os.fstat(fd).st_size
+        zeroed = max(zeroed, end)
+        if end + self.zero_ahead // 2 > zeroed:
+            upto = min(self.segment_size, end + self.zero_ahead)
+            try:
+                pwrite_all(fd, zeroed, bytes(upto - zeroed))
+                zeroed = upto
+            except OSError:
+                zeroed = os.fstat(fd).st_size
+        self._zeroed[start] = zeroed
 
     def open_for_write(self, offset: int, length: int) -> tuple[int, int]:
         """(file descriptor, position in the file) where ``length`` bytes at ``offset`` go,
@@ -137,6 +165,7 @@ class SegmentedFile:
     def truncate(self, offset: int) -> None:
         """Cut the space to ``[.., offset)`` physically: shrink one file, delete later ones."""
         with self._lock:
+            self._zeroed.clear()
             for start in sorted(self._fds, reverse=True):
                 if start >= offset and not (start == offset and start == min(self._fds)):
                     os.close(self._fds.pop(start))
@@ -152,6 +181,7 @@ class SegmentedFile:
     def delete_segment(self, start: int) -> None:
         with self._lock:
             fd = self._fds.pop(start, None)
+            self._zeroed.pop(start, None)
             if fd is not None:
                 os.close(fd)
                 os.unlink(self.directory / segment_name(start))

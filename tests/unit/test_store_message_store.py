@@ -248,7 +248,8 @@ def test_read_raw_append_raw_make_identical_logs(tmp_path):
     for name in names:
         left = (tmp_path / "m" / "commitlog" / name).read_bytes()
         right = (tmp_path / "s" / "commitlog" / name).read_bytes()
-        assert left == right
+        assert left[:len(right)] == right  # the master's file goes on with the zeros it keeps ahead
+        assert left[len(right):].count(0) == len(left) - len(right)
 
 
 def _last_record(tmp_path) -> tuple[Path, list]:
@@ -286,6 +287,37 @@ def test_recovery_cuts_a_damaged_tail_and_never_serves_it(tmp_path, damage):
     assert [m.message_id for m in got.messages] == [m.message_id for m in stored[:-1 if damage != "garbage" else 30]]
     again = run(_put_one(store))
     assert again.commit_offset == expected_end
+    store.shutdown()
+
+
+def test_zeros_kept_ahead_of_the_data_are_a_clean_end_and_a_stray_byte_in_them_is_cut(tmp_path):
+    """The commit log keeps zeros written past its data (cheaper group-commit syncs).  A dirty
+    restart takes them for the clean end: nothing truncated, no note.  A non-zero byte among
+    them is damage: cut, noted, and every record before it still served."""
+    async def scenario():
+        store = make(tmp_path, mapped_file_size_commit_log=16 << 20)
+        store.start()
+        return await put_each(store, [draft(i, size=200) for i in range(30)])
+
+    stored = run(scenario())  # no shutdown
+    path = tmp_path / "commitlog" / segments(tmp_path)[-1]
+    end = stored[-1].next_commit_offset
+    data = path.read_bytes()
+    assert len(data) >= end + (2 << 20) and data[end:].count(0) == len(data) - end
+    store = make(tmp_path, mapped_file_size_commit_log=16 << 20)
+    report = store.start()
+    assert (report.commit_log_max_offset, report.truncated_bytes, report.notes) == (end, 0, ())
+    store.shutdown()
+    with open(path, "r+b") as file:
+        file.seek(0, os.SEEK_END)
+        file.write(bytes(1 << 20))  # zeros as far again, then one stray byte
+        file.write(b"\x01")
+    store = make(tmp_path, mapped_file_size_commit_log=16 << 20)
+    report = store.start()
+    assert report.commit_log_max_offset == end and report.truncated_bytes > 0 and report.notes
+    got = store.get("T", 0, 0, 1000, 1 << 30)
+    assert [m.message_id for m in got.messages] == [m.message_id for m in stored]
+    assert run(_put_one(store)).commit_offset == end
     store.shutdown()
 
 

@@ -8,11 +8,14 @@ clients ping every 300 s).  :func:`server_options` gives those options;
 """
 from __future__ import annotations
 
+import time
+
 import grpc
 
 from metadata.authentication import Accounts
 from proto import messaging_service_pb2_grpc as service_grpc
 from services.broker.api import BrokerDirectory
+from services.messaging.broker_port import BrokerPortHandler, Relays
 from services.messaging.client_registry import ClientRegistry
 from services.messaging.config import MessagingConfig
 from services.messaging.servicer import MessagingService
@@ -65,3 +68,27 @@ def add_messaging_services(server: grpc.aio.Server, directory: BrokerDirectory, 
     service_grpc.add_MessagingServiceServicer_to_server(service, GenericHandlersOnly(server))
     server.add_generic_rpc_handlers((_metrics_sink(),))
     return registry
+
+
+class _MethodHandlers:
+    """Collects the generated code's method handlers (path -> handler) instead of a server."""
+
+    def __init__(self) -> None:
+        self.handlers: dict[str, grpc.RpcMethodHandler] = {}
+
+    def add_generic_rpc_handlers(self, handlers) -> None:
+        pass
+
+    def add_registered_method_handlers(self, service_name: str, handlers) -> None:
+        self.handlers.update({f"/{service_name}/{name}": handler for name, handler in handlers.items()})
+
+
+def add_broker_port(server: grpc.aio.Server, replica, directory: BrokerDirectory, config: MessagingConfig, clock,
+                    registry: ClientRegistry, relays: Relays, accounts: Accounts | None = None) -> None:
+    """One broker's own endpoint (services.messaging.broker_port): ``directory`` is pinned to
+    the broker; ``registry`` is the container's (Telemetry streams on any endpoint reach it)."""
+    service = MessagingService(directory, config, clock, registry, accounts=accounts)
+    collected = _MethodHandlers()
+    service_grpc.add_MessagingServiceServicer_to_server(service, collected)
+    handler = BrokerPortHandler(replica, collected.handlers, relays, config.broker_endpoint_hold_ms, time.monotonic)
+    server.add_generic_rpc_handlers((handler, _metrics_sink()))

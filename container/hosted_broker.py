@@ -180,6 +180,7 @@ async def start_replication(hosted: HostedBroker, clock: Clock, master_address, 
 
 def start_metadata_sync(hosted: HostedBroker, clock: Clock, master_address, on_topics_changed=None) -> None:
     hosted.metadata_sync = MetadataSync(hosted.broker, master_address, clock, on_topics_changed)
+    hosted.replica.add_metadata_listener(hosted.metadata_sync.sync_soon)
     hosted.tasks = PeriodicTasks(f"replication {hosted.spec.canonical_name}")
     hosted.metadata_sync.declare_on(hosted.tasks, initial_delay_ms=1_000)
     hosted.tasks.start()

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0eproto/ha.proto\x12\x13relaymq.internal.v1\"k\n\x0eSlaveHandshake\x12\x10\n\x08slave_id\x18\x01 \x01(\x03\x12\x1b\n\x13sync_from_last_file\x18\x02 \x01(\x08\x12\x15\n\rasync_learner\x18\x03 \x01(\x08\x12\x13\n\x0b\x62roker_name\x18\x04 \x01(\t\"\x1e\n\x08SlaveAck\x12\x12\n\nmax_offset\x18\x01 \x01(\x03\"|\n\nSlaveFrame\x12\x38\n\thandshake\x18\x01 \x01(\x0b\x32#.relaymq.internal.v1.SlaveHandshakeH\x00\x12,\n\x03\x61\x63k\x18\x02 \x01(\x0b\x32\x1d.relaymq.internal.v1.SlaveAckH\x00\x42\x06\n\x04\x62ody\"1\n\nEpochEntry\x12\r\n\x05\x65poch\x18\x01 \x01(\x05\x12\x14\n\x0cstart_offset\x18\x02 \x01(\x03\"\x83\x01\n\x0fMasterHandshake\x12/\n\x06\x65pochs\x18\x01 \x03(\x0b\x32\x1f.relaymq.internal.v1.EpochEntry\x12\x12\n\nmax_offset\x18\x02 \x01(\x03\x12\x12\n\nmin_offset\x18\x03 \x01(\x03\x12\x17\n\x0flast_file_start\x18\x04 \x01(\x03\"\\\n\x0cQueueEntries\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x10\n\x08queue_id\x18\x02 \x01(\x05\x12\x1a\n\x12\x66irst_queue_offset\x18\x03 \x01(\x03\x12\x0f\n\x07\x65ntries\x18\x04 \x01(\x0c\"\xad\x01\n\rTransferBatch\x12\x14\n\x0cstart_offset\x18\x01 \x01(\x03\x12\r\n\x05\x65poch\x18\x02 \x01(\x05\x12\x1a\n\x12\x65poch_start_offset\x18\x03 \x01(\x03\x12\x16\n\x0e\x63onfirm_offset\x18\x04 \x01(\x03\x12\x0b\n\x03\x63rc\x18\x06 \x01(\r\x12\x30\n\x05index\x18\x07 \x03(\x0b\x32!.relaymq.internal.v1.QueueEntriesJ\x04\x08\x05\x10\x06\"\x19\n\x07Refusal\x12\x0e\n\x06reason\x18\x01 \x01(\t\"\xb6\x01\n\x0bMasterFrame\x12\x39\n\thandshake\x18\x01 \x01(\x0b\x32$.relaymq.internal.v1.MasterHandshakeH\x00\x12\x33\n\x05\x62\x61tch\x18\x02 \x01(\x0b\x32\".relaymq.internal.v1.TransferBatchH\x00\x12/\n\x07refusal\x18\x03 \x01(\x0b\x32\x1c.relaymq.internal.v1.RefusalH\x00\x42\x06\n\x04\x62ody\"$\n\rLocateRequest\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\":\n\x0eLocateResponse\x12\x0f\n\x07ha_port\x18\x01 \x01(\x05\x12\x17\n\x0f\x63lient_endpoint\x18\x02 \x01(\t2^\n\tHaService\x12Q\n\x06Locate\x12\".relaymq.internal.v1.LocateRequest\x1a#.relaymq.internal.v1.LocateResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0eproto/ha.proto\x12\x13relaymq.internal.v1\"k\n\x0eSlaveHandshake\x12\x10\n\x08slave_id\x18\x01 \x01(\x03\x12\x1b\n\x13sync_from_last_file\x18\x02 \x01(\x08\x12\x15\n\rasync_learner\x18\x03 \x01(\x08\x12\x13\n\x0b\x62roker_name\x18\x04 \x01(\t\"\x1e\n\x08SlaveAck\x12\x12\n\nmax_offset\x18\x01 \x01(\x03\"|\n\nSlaveFrame\x12\x38\n\thandshake\x18\x01 \x01(\x0b\x32#.relaymq.internal.v1.SlaveHandshakeH\x00\x12,\n\x03\x61\x63k\x18\x02 \x01(\x0b\x32\x1d.relaymq.internal.v1.SlaveAckH\x00\x42\x06\n\x04\x62ody\"1\n\nEpochEntry\x12\r\n\x05\x65poch\x18\x01 \x01(\x05\x12\x14\n\x0cstart_offset\x18\x02 \x01(\x03\"\x83\x01\n\x0fMasterHandshake\x12/\n\x06\x65pochs\x18\x01 \x03(\x0b\x32\x1f.relaymq.internal.v1.EpochEntry\x12\x12\n\nmax_offset\x18\x02 \x01(\x03\x12\x12\n\nmin_offset\x18\x03 \x01(\x03\x12\x17\n\x0flast_file_start\x18\x04 \x01(\x03\"\\\n\x0cQueueEntries\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x10\n\x08queue_id\x18\x02 \x01(\x05\x12\x1a\n\x12\x66irst_queue_offset\x18\x03 \x01(\x03\x12\x0f\n\x07\x65ntries\x18\x04 \x01(\x0c\"\xc7\x01\n\rTransferBatch\x12\x14\n\x0cstart_offset\x18\x01 \x01(\x03\x12\r\n\x05\x65poch\x18\x02 \x01(\x05\x12\x1a\n\x12\x65poch_start_offset\x18\x03 \x01(\x03\x12\x16\n\x0e\x63onfirm_offset\x18\x04 \x01(\x03\x12\x0b\n\x03\x63rc\x18\x06 \x01(\r\x12\x30\n\x05index\x18\x07 \x03(\x0b\x32!.relaymq.internal.v1.QueueEntries\x12\x18\n\x10metadata_version\x18\x08 \x01(\x03J\x04\x08\x05\x10\x06\"\x19\n\x07Refusal\x12\x0e\n\x06reason\x18\x01 \x01(\t\"\xb6\x01\n\x0bMasterFrame\x12\x39\n\thandshake\x18\x01 \x01(\x0b\x32$.relaymq.internal.v1.MasterHandshakeH\x00\x12\x33\n\x05\x62\x61tch\x18\x02 \x01(\x0b\x32\".relaymq.internal.v1.TransferBatchH\x00\x12/\n\x07refusal\x18\x03 \x01(\x0b\x32\x1c.relaymq.internal.v1.RefusalH\x00\x42\x06\n\x04\x62ody\"$\n\rLocateRequest\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\":\n\x0eLocateResponse\x12\x0f\n\x07ha_port\x18\x01 \x01(\x05\x12\x17\n\x0f\x63lient_endpoint\x18\x02 \x01(\t2^\n\tHaService\x12Q\n\x06Locate\x12\".relaymq.internal.v1.LocateRequest\x1a#.relaymq.internal.v1.LocateResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -44,15 +44,15 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_QUEUEENTRIES']._serialized_start=491
   _globals['_QUEUEENTRIES']._serialized_end=583
   _globals['_TRANSFERBATCH']._serialized_start=586
-  _globals['_TRANSFERBATCH']._serialized_end=759
-  _globals['_REFUSAL']._serialized_start=761
-  _globals['_REFUSAL']._serialized_end=786
-  _globals['_MASTERFRAME']._serialized_start=789
-  _globals['_MASTERFRAME']._serialized_end=971
-  _globals['_LOCATEREQUEST']._serialized_start=973
-  _globals['_LOCATEREQUEST']._serialized_end=1009
-  _globals['_LOCATERESPONSE']._serialized_start=1011
-  _globals['_LOCATERESPONSE']._serialized_end=1069
-  _globals['_HASERVICE']._serialized_start=1071
-  _globals['_HASERVICE']._serialized_end=1165
+  _globals['_TRANSFERBATCH']._serialized_end=785
+  _globals['_REFUSAL']._serialized_start=787
+  _globals['_REFUSAL']._serialized_end=812
+  _globals['_MASTERFRAME']._serialized_start=815
+  _globals['_MASTERFRAME']._serialized_end=997
+  _globals['_LOCATEREQUEST']._serialized_start=999
+  _globals['_LOCATEREQUEST']._serialized_end=1035
+  _globals['_LOCATERESPONSE']._serialized_start=1037
+  _globals['_LOCATERESPONSE']._serialized_end=1095
+  _globals['_HASERVICE']._serialized_start=1097
+  _globals['_HASERVICE']._serialized_end=1191
 # @@protoc_insertion_point(module_scope)

@@ -65,20 +65,22 @@ class QueueEntries(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., first_queue_offset: _Optional[int] = ..., entries: _Optional[bytes] = ...) -> None: ...
 
 class TransferBatch(_message.Message):
-    __slots__ = ("start_offset", "epoch", "epoch_start_offset", "confirm_offset", "crc", "index")
+    __slots__ = ("start_offset", "epoch", "epoch_start_offset", "confirm_offset", "crc", "index", "metadata_version")
     START_OFFSET_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     EPOCH_START_OFFSET_FIELD_NUMBER: _ClassVar[int]
     CONFIRM_OFFSET_FIELD_NUMBER: _ClassVar[int]
     CRC_FIELD_NUMBER: _ClassVar[int]
     INDEX_FIELD_NUMBER: _ClassVar[int]
+    METADATA_VERSION_FIELD_NUMBER: _ClassVar[int]
     start_offset: int
     epoch: int
     epoch_start_offset: int
     confirm_offset: int
     crc: int
     index: _containers.RepeatedCompositeFieldContainer[QueueEntries]
-    def __init__(self, start_offset: _Optional[int] = ..., epoch: _Optional[int] = ..., epoch_start_offset: _Optional[int] = ..., confirm_offset: _Optional[int] = ..., crc: _Optional[int] = ..., index: _Optional[_Iterable[_Union[QueueEntries, _Mapping]]] = ...) -> None: ...
+    metadata_version: int
+    def __init__(self, start_offset: _Optional[int] = ..., epoch: _Optional[int] = ..., epoch_start_offset: _Optional[int] = ..., confirm_offset: _Optional[int] = ..., crc: _Optional[int] = ..., index: _Optional[_Iterable[_Union[QueueEntries, _Mapping]]] = ..., metadata_version: _Optional[int] = ...) -> None: ...
 
 class Refusal(_message.Message):
     __slots__ = ("reason",)

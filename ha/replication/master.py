@@ -106,14 +106,18 @@ class MasterSession:
         return plan
 
     def sent(self, plan: BatchPlan, payload: bytes | memoryview, confirm_offset: int, now_ms: int,
-             index: tuple[QueueSlice, ...] = ()) -> TransferBatch:
+             index: tuple[QueueSlice, ...] = (), metadata_version: int = 0) -> TransferBatch:
         """Record that ``payload`` (read for ``plan``, its records indexed by ``index``) goes out
         now; returns the batch to send, with its CRC."""
         assert plan.start_offset == self.position and len(payload) <= plan.max_bytes, (plan, self.position)
         self.position += len(payload)
         self._last_send_ms = now_ms
         return TransferBatch(plan.start_offset, plan.epoch, plan.epoch_start_offset, confirm_offset, payload,
-                             batch_crc(payload, index), index)
+                             batch_crc(payload, index), index, metadata_version)
+
+    def heartbeat_now(self) -> None:
+        """Make the next :meth:`next_batch` send at least a heartbeat (news for the slave)."""
+        self._last_send_ms = -self.settings.heartbeat_interval_ms
 
     def deadline_ms(self) -> int | None:
         """When :meth:`next_batch` next has something to do without news: a heartbeat is due

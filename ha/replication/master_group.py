@@ -198,11 +198,17 @@ class MasterGroup:
         return plan
 
     def sent(self, token: int, plan: BatchPlan, payload, index: tuple[QueueSlice, ...], log: MasterLog,
-             now_ms: int) -> TransferBatch:
+             now_ms: int, metadata_version: int = 0) -> TransferBatch:
         connection = self.connections[token]
-        batch = connection.session.sent(plan, payload, self.visible_offset(log), now_ms, index)
+        batch = connection.session.sent(plan, payload, self.visible_offset(log), now_ms, index, metadata_version)
         self.tracker.on_transfer(connection.slave_id, log.max_offset, now_ms)
         return batch
+
+    def metadata_changed(self) -> MasterGroupOutput:
+        """The master's topics or groups changed: every connection sends news now."""
+        for connection in self.connections.values():
+            connection.session.heartbeat_now()
+        return MasterGroupOutput(wake=tuple(self.connections))
 
     def _close(self, token: int, reason: str) -> MasterGroupOutput:
         return MasterGroupOutput(close=((token, reason),))

@@ -54,6 +54,7 @@ class TransferBatch:
     payload: bytes | memoryview = b""   # memoryview: the part of a read the master sends, not copied
     crc: int = 0                          # batch_crc(payload, index)
     index: tuple[QueueSlice, ...] = ()    # the payload's records as the master's consume queues hold them
+    metadata_version: int = 0             # changes with the master's topics and groups (0: unknown)
 
     @property
     def end_offset(self) -> int:

@@ -53,6 +53,9 @@ class _Unreplicated:
     def check_writable(self) -> None:
         pass
 
+    def metadata_changed(self) -> None:
+        pass
+
     async def wait_replicated(self, end_offset: int) -> None:
         pass
 
@@ -67,10 +70,10 @@ class Broker:
         replica acks, status); None: the configured role, nothing replicated."""
         self.config, self.store, self.clock = config, store, clock
         self.name, self.cluster = config.broker_name, config.broker_cluster_name
-        self.replication = replication if replication is not None else _Unreplicated(config)
         config_dir = store.config.store_path_root_dir / "config"
-        self.topics = TopicManager(config, config_dir)
-        self.groups = GroupManager(config_dir)
+        self.replication = replication if replication is not None else _Unreplicated(config)
+        self.topics = TopicManager(config, config_dir, on_change=self.replication.metadata_changed)
+        self.groups = GroupManager(config_dir, on_change=self.replication.metadata_changed)
         self.notifier = AppendNotifier()
         self.pop = PopService(config, store, clock, self.topics, self.groups, self.notifier, config_dir)
         self.timer = TimerService(config, store, clock, config_dir)
@@ -110,8 +113,13 @@ class Broker:
         self.tasks.declare("clean-expired", c.clean_expired_interval_ms, self.store.clean_expired, c.clean_expired_interval_ms)
 
     async def apply_role(self) -> None:
-        """Run the special services exactly while master (they catch up from the log first)."""
+        """Run the special services exactly while master.  A new master first replays the pop,
+        timer and transaction logs it copied as a slave (synchronously: no call is served with
+        state older than its log, and its own records never interleave with the copied ones)."""
         if self.replication.is_master and not self._special_running:
+            self.pop.catch_up()
+            self.timer.catch_up()
+            self.transactions.catch_up()
             self._special_running = True
             self.special.start()
             log.info("broker %s: special services (timer, revive, transaction check) started", self.name)

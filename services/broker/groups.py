@@ -8,6 +8,7 @@ the whole table by a peer's, DataVersion included, as ``metadata.replica_metadat
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 from metadata.replica_metadata import Adopt, Adoption, SyncDirection, decide_adoption
 from metadata.subscription_group import SubscriptionGroupConfig, SubscriptionGroupTable
@@ -17,9 +18,11 @@ FILE_NAME = "subscriptionGroup.json"
 
 
 class GroupManager:
-    def __init__(self, config_dir: Path):
+    def __init__(self, config_dir: Path, on_change: Callable[[], None] = lambda: None):
+        """``on_change()`` after every change this broker makes (not after adopting a peer's)."""
         self.path = config_dir / FILE_NAME
         self.table = SubscriptionGroupTable()
+        self._on_change = on_change
 
     def load(self) -> None:
         table = read_document(self.path, SubscriptionGroupTable.from_document)
@@ -40,12 +43,14 @@ class GroupManager:
         config.validate()
         self.table = self.table.with_group(config, self.table.data_version.next_version(now_ms))
         write_document(self.path, self.table.to_document())
+        self._on_change()
 
     def delete(self, group: str, now_ms: int) -> bool:
         if group not in self.table.groups:
             return False
         self.table = self.table.without_group(group, self.table.data_version.next_version(now_ms))
         write_document(self.path, self.table.to_document())
+        self._on_change()
         return True
 
     def adopt(self, remote: SubscriptionGroupTable, direction: SyncDirection = SyncDirection.FROM_MASTER) -> Adoption:

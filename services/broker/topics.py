@@ -14,6 +14,7 @@ Rules:
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 from metadata.data_version import DataVersion
 from metadata.message import MessageType
@@ -28,10 +29,12 @@ FILE_NAME = "topics.json"
 
 
 class TopicManager:
-    def __init__(self, config: BrokerConfig, config_dir: Path):
+    def __init__(self, config: BrokerConfig, config_dir: Path, on_change: Callable[[], None] = lambda: None):
+        """``on_change()`` after every change this broker makes (not after adopting a peer's)."""
         self.config = config
         self.path = config_dir / FILE_NAME
         self.table = TopicTable()
+        self._on_change = on_change
 
     def load(self) -> None:
         table = read_document(self.path, TopicTable.from_document)
@@ -44,12 +47,14 @@ class TopicManager:
         config.validate()
         self.table = self.table.with_topic(config, self.table.data_version.next_version(now_ms))
         write_document(self.path, self.table.to_document())
+        self._on_change()
 
     def delete(self, topic: str, now_ms: int) -> bool:
         if topic not in self.table.topics:
             return False
         self.table = self.table.without_topic(topic, self.table.data_version.next_version(now_ms))
         write_document(self.path, self.table.to_document())
+        self._on_change()
         return True
 
     def adopt(self, remote: TopicTable, direction: SyncDirection = SyncDirection.FROM_MASTER) -> Adoption:

@@ -76,7 +76,7 @@ def batch_to_proto(batch: TransferBatch) -> pb.MasterFrame:
     frame = pb.MasterFrame()
     out = frame.batch
     out.start_offset, out.epoch, out.epoch_start_offset = batch.start_offset, batch.epoch, batch.epoch_start_offset
-    out.confirm_offset, out.crc = batch.confirm_offset, batch.crc
+    out.confirm_offset, out.crc, out.metadata_version = batch.confirm_offset, batch.crc, batch.metadata_version
     for q in batch.index:
         out.index.add(topic=q.topic, queue_id=q.queue_id, first_queue_offset=q.first_queue_offset, entries=q.entries)
     return frame
@@ -118,7 +118,7 @@ def master_frame_from_proto(frame: pb.MasterFrame, payload: bytes = b"") -> Mast
         if None in index:
             return None
         return TransferBatch(b.start_offset, b.epoch, b.epoch_start_offset, b.confirm_offset, payload,
-                             b.crc, index)
+                             b.crc, index, b.metadata_version)
     return None
 
 

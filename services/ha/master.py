@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 
@@ -79,6 +80,7 @@ class ReplicationMaster:
         self._timer: asyncio.Task | None = None
         self._proposing: set[asyncio.Task] = set()
         self._stopped = False
+        self._metadata_version = int.from_bytes(os.urandom(4), "big") << 16  # a restart is a change too
         if propose is None:
             store.epochs.start_epoch(NON_CONTROLLER_EPOCH, store.commit_log_min_offset)
         store.add_write_listener(self._on_written)
@@ -173,6 +175,11 @@ class ReplicationMaster:
         members, epoch = result
         log.info("%s: SyncStateSet %s applied (epoch %d)", self.name, sorted(members), epoch)
         self._carry_out(self.group.applied(members, epoch, self.log(), now))
+
+    def metadata_changed(self) -> None:
+        """Topics or groups changed: slaves hear of it with the next frame, sent now."""
+        self._metadata_version += 1
+        self._carry_out(self.group.metadata_changed())
 
     def adopt_sync_state_set(self, members: frozenset[int], epoch: int) -> None:
         """A newer set from the controller's view of this group (ignored unless newer)."""
@@ -326,7 +333,7 @@ class ReplicationMaster:
         payload = self.store.read_raw(plan.start_offset, plan.max_bytes) if plan.max_bytes else b""
         index = self.store.replication_index(stream.cursor, plan.start_offset,
                                              plan.start_offset + len(payload)) if payload else ()
-        batch = self.group.sent(stream.token, plan, payload, index, log_, now)
+        batch = self.group.sent(stream.token, plan, payload, index, log_, now, self._metadata_version)
         return batch_to_proto(batch).SerializeToString(), payload
 
     # --- status ----------------------------------------------------------------------------------

@@ -14,9 +14,13 @@ Rules:
   real error and propagates (the supervisor logs it; the next run retries).
 - The role is checked before asking and again before adopting: a broker promoted to master
   meanwhile adopts nothing.
+- :meth:`MetadataSync.sync_soon` runs a sync now, without waiting for the period, when the
+  master says its topics or groups changed (on the replication stream); calls that arrive
+  during a sync make one more run after it, never several at once.
 """
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 from dataclasses import dataclass, field
@@ -91,6 +95,8 @@ class MetadataSync:
         self.timeout_ms = broker.config.slave_synchronize_timeout_ms
         self.last_report: SyncReport | None = None
         self._client: AdminClient | None = None
+        self._soon: asyncio.Task | None = None
+        self._again = False
 
     def declare_on(self, tasks: PeriodicTasks, initial_delay_ms: int = 0) -> None:
         period = self.broker.config.slave_synchronize_period_ms
@@ -112,7 +118,23 @@ class MetadataSync:
         except Exception:  # the adopted table is durable; registration retries on its own schedule
             log.exception("metadata sync of %s-%s: topics-changed callback failed", self.broker.name, self.broker.broker_id)
 
+    def sync_soon(self) -> None:
+        self._again = True
+        if self._soon is None or self._soon.done():
+            self._soon = asyncio.get_running_loop().create_task(self._sync_while_wanted())
+
+    async def _sync_while_wanted(self) -> None:
+        while self._again:
+            self._again = False
+            try:
+                await self.sync_once()
+            except Exception:  # the periodic run retries; say why this one failed
+                log.exception("metadata sync of %s on its master's news failed", self.broker.name)
+
     async def close(self) -> None:
+        if self._soon is not None:
+            self._soon.cancel()
+            await asyncio.gather(self._soon, return_exceptions=True)
         if self._client is not None:
             client, self._client = self._client, None
             await client.close()

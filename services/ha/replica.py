@@ -48,6 +48,7 @@ class BrokerReplica:
         self.slave: ReplicationSlave | None = None
         self.master_epoch = 0
         self._changed = asyncio.Event()
+        self._metadata_listeners: list[Callable[[], None]] = []
 
     # --- changes: who serves this group's clients ------------------------------------------------
     def _notify(self) -> None:
@@ -62,6 +63,19 @@ class BrokerReplica:
             await asyncio.wait([waiter], timeout=max(0.0, timeout_s))
         finally:
             waiter.cancel()
+
+    def add_metadata_listener(self, fn: Callable[[], None]) -> None:
+        """``fn()`` when this replica's master says its topics or groups changed."""
+        self._metadata_listeners.append(fn)
+
+    def _master_metadata_changed(self) -> None:
+        for listener in self._metadata_listeners:
+            listener()
+
+    def metadata_changed(self) -> None:
+        """This broker's topics or groups changed: a master tells its slaves at once."""
+        if self.master is not None:
+            self.master.metadata_changed()
 
     def relay_endpoint(self) -> str | None:
         """Where this group's clients are served while this replica copies from a connected
@@ -141,7 +155,8 @@ class BrokerReplica:
             slave, self.slave = self.slave, None
             await slave.stop()
         self.slave = ReplicationSlave(self.name, self.own_id, self.store, self.config, self.clock, master_address,
-                                      known_master_epoch=epoch, on_change=self._notify)
+                                      known_master_epoch=epoch, on_change=self._notify,
+                                      on_master_metadata=self._master_metadata_changed)
         self.slave.start()
         if was is not Role.SLAVE:
             log.info("%s: now slave (epoch %d)", self.name, epoch)

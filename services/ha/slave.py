@@ -55,12 +55,16 @@ log = logging.getLogger(__name__)
 class ReplicationSlave:
     def __init__(self, name: str, slave_id: int, store, config: HaConfig, clock: Clock,
                  master_address: Callable[[], Awaitable[str | None]], known_master_epoch: int = 0,
-                 on_change: Callable[[], None] = lambda: None):
-        """``on_change()`` after every connection to a master and every close."""
+                 on_change: Callable[[], None] = lambda: None,
+                 on_master_metadata: Callable[[], None] = lambda: None):
+        """``on_change()`` after every connection to a master and every close;
+        ``on_master_metadata()`` when the master's topics or groups changed (its frames say so)."""
         self.name, self.slave_id, self.store, self.config, self.clock = name, slave_id, store, config, clock
         self.master_address = master_address
         self.known_master_epoch = known_master_epoch
         self._on_change = on_change
+        self._on_master_metadata = on_master_metadata
+        self._master_metadata = 0
         self.settings = SlaveSettings(slave_id, config.sync_from_last_file, config.async_learner,
                                       config.ha_send_heartbeat_interval_ms, config.ha_housekeeping_interval_ms)
         self.session: SlaveSession | None = None
@@ -201,6 +205,9 @@ class ReplicationSlave:
                          session.max_offset)
                 self.store.start_empty_at(session.max_offset)
             return out
+        if message.metadata_version and message.metadata_version != self._master_metadata:
+            self._master_metadata = message.metadata_version
+            self._on_master_metadata()
         return session.on_batch(message, now)
 
     async def _carry_out(self, out: SlaveOutput, link: Link) -> None:

@@ -60,7 +60,7 @@ def normal_loop(producer: Producer, args) -> None:
             try:
                 receipt = future.result()
             except Exception as failure:  # noqa: BLE001 - reported, the message is given up
-                emit("fail", kind="normal", body=body, sent=sent_at, error=type(failure).__name__)
+                emit("fail", kind="normal", body=body, sent=sent_at, error=f"{type(failure).__name__}: {str(failure)[:200]}")
                 return
             emit("ack", kind="normal", body=body, sent=sent_at, id=receipt.message_id,
                  queue=str(receipt.message_queue) if receipt.message_queue else "")
@@ -68,7 +68,7 @@ def normal_loop(producer: Producer, args) -> None:
             producer.send_async(message(args.topic, body, args.size)).add_done_callback(done)
         except Exception as failure:  # noqa: BLE001
             slots.release()
-            emit("fail", kind="normal", body=body, sent=sent_at, error=type(failure).__name__)
+            emit("fail", kind="normal", body=body, sent=sent_at, error=f"{type(failure).__name__}: {str(failure)[:200]}")
 
 
 def fifo_loop(producer: Producer, args, group: str) -> None:
@@ -81,7 +81,7 @@ def fifo_loop(producer: Producer, args, group: str) -> None:
             try:
                 receipt = producer.send(message(args.fifo_topic, body, args.size, group))
             except Exception as failure:  # noqa: BLE001 - a FIFO application retries the same message
-                emit("fail", kind="fifo", body=body, sent=sent_at, error=type(failure).__name__)
+                emit("fail", kind="fifo", body=body, sent=sent_at, error=f"{type(failure).__name__}: {str(failure)[:200]}")
                 STOP.wait(args.retry_pause_s)
                 continue
             emit("ack", kind="fifo", body=body, sent=sent_at, id=receipt.message_id,
@@ -123,7 +123,7 @@ def consume(args) -> int:
         try:
             messages = consumer.receive(32, args.invisible_s) or []
         except Exception as failure:  # noqa: BLE001 - a consumer keeps polling
-            emit("receive-fail", error=type(failure).__name__)
+            emit("receive-fail", error=f"{type(failure).__name__}: {str(failure)[:200]}")
             STOP.wait(0.05)
             continue
         for received in messages:
@@ -132,7 +132,7 @@ def consume(args) -> int:
             try:
                 consumer.ack(received)
             except Exception as failure:  # noqa: BLE001 - redelivered later: counted as a duplicate
-                emit("ack-fail", body=body, error=type(failure).__name__)
+                emit("ack-fail", body=body, error=f"{type(failure).__name__}: {str(failure)[:200]}")
     consumer.shutdown()
     emit("stopped", role="consumer")
     return 0

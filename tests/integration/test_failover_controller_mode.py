@@ -1,0 +1,156 @@
+"""Automatic failover under the controller, with real processes and the official Python client.
+
+The deployment of conf/controller-mode on free ports: a nameserver with the embedded controller
+(three standalone controllers for the last test) and two containers, each with a replica of
+broker-a and broker-b.  The official client sends NORMAL and FIFO messages (two message
+groups) under SYNC_FLUSH and allAckInSyncStateSet while the container holding broker-a's
+master is killed with SIGKILL, or stopped with SIGSTOP, and later comes back.  Afterwards every
+acknowledged message must be consumed, FIFO order must hold within each group, and the old
+master must have rejoined as a slave whose log equals the new master's.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.controller_cluster import ControllerModeCluster
+from tests.support.failover_load import Client, count, drain, wait_started
+
+pytestmark = [pytest.mark.integration, pytest.mark.conformance]
+
+
+def prepare(cluster: ControllerModeCluster) -> None:
+    cluster.admin("update-topic", "--topic", "normal", "--type", "NORMAL", "--queues", "2")
+    # the FIFO topic lives on broker-a only: a SimpleConsumer's receives alternate between the
+    # brokers of a topic, and a long poll on a broker without messages lasts its full 5 s
+    cluster.admin("update-topic", "--topic", "fifo", "--type", "FIFO", "--queues", "2", "-b", "broker-a")
+    cluster.admin("update-group", "--group", "normal-group")
+    cluster.admin("update-group", "--group", "fifo-group", "--fifo")
+
+
+def start_load(cluster: ControllerModeCluster, logs: Path) -> tuple[Client, list[Client]]:
+    endpoint = cluster.endpoint(1)
+    producer = Client("produce", "--endpoint", endpoint, "--topic", "normal", "--fifo-topic", "fifo", "--rate", "40",
+                      "--fifo-rate", "40", "--groups", "2", "--seconds", "600", log_path=logs / "producer.log")
+    consumers = [Client("consume", "--endpoint", endpoint, "--topic", "normal", "--group", "normal-group",
+                        "--seconds", "600", log_path=logs / "consumer-normal.log"),
+                 Client("consume", "--endpoint", endpoint, "--fifo-topic", "fifo", "--group", "fifo-group",
+                        "--seconds", "600", log_path=logs / "consumer-fifo.log")]
+    wait_started(producer, *consumers)
+    return producer, consumers
+
+
+def acked_after(producer: Client, since: float) -> int:
+    return sum(1 for e in producer.snapshot() if e["event"] == "ack" and e["t"] > since)
+
+
+def wait_for(condition, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {timeout_s}s: {what}"
+        time.sleep(0.05)
+
+
+def ha_of(cluster: ControllerModeCluster, index: int, broker: str) -> dict:
+    done = cluster.containers[index].admin("broker-status", "--container",
+                                           f"127.0.0.1:{cluster.containers[index].admin_port}", "--json")
+    document = json.loads(done.stdout)
+    return next(b["status"]["ha"] for b in document["brokers"] if b["brokerName"] == broker)
+
+
+def log_bytes(container_dir: Path, broker: str, end: int) -> bytes:
+    segments = sorted((container_dir / broker / "commitlog").iterdir())
+    data = b"".join(path.read_bytes() for path in segments)
+    start = int(segments[0].name)
+    return data[:end - start]
+
+
+def finish(cluster: ControllerModeCluster, producer: Client, consumers: list[Client]):
+    producer.stop()
+    counts = drain(consumers, [producer], timeout_s=90)
+    for consumer in consumers:
+        consumer.stop()
+    return counts
+
+
+def assert_logs_equal(cluster: ControllerModeCluster, broker: str) -> None:
+    """Both replicas of ``broker`` hold the same bytes (the slave caught up, nothing diverged)."""
+    wait_for(lambda: len({ha_of(cluster, i, broker)["maxOffset"] for i in (0, 1)}) == 1, 30,
+             f"{broker}'s replicas converge")
+    end = ha_of(cluster, 0, broker)["maxOffset"]
+    for container in cluster.containers:
+        assert container.stop() == 0
+    assert log_bytes(cluster.containers[0].data_dir, broker, end) == log_bytes(cluster.containers[1].data_dir, broker, end)
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    cluster = ControllerModeCluster(tmp_path).start()
+    prepare(cluster)
+    yield cluster
+    cluster.close()
+
+
+def test_kill_9_of_a_master_fails_over_loses_nothing_and_the_old_master_rejoins_as_a_slave(cluster, tmp_path):
+    producer, consumers = start_load(cluster, tmp_path)
+    wait_for(lambda: acked_after(producer, 0) > 100, 30, "the load runs")
+    killed_at = time.monotonic()
+    cluster.kill(0)
+    wait_for(lambda: cluster.master_container("broker-a") == 1, 10, "container 2 becomes broker-a's master")
+    wait_for(lambda: acked_after(producer, killed_at) > 100, 10, "sends keep being acknowledged")
+    fifo_after = [e for e in producer.snapshot() if e["event"] == "ack" and e["kind"] == "fifo" and e["t"] > killed_at]
+    assert fifo_after, "FIFO sends resumed after the kill"
+    cluster.restart_container(0)
+    wait_for(lambda: ha_of(cluster, 0, "broker-a")["role"] == "SLAVE", 20, "the old master rejoins as a slave")
+    wait_for(lambda: acked_after(producer, time.monotonic()) >= 0 and acked_after(producer, killed_at) > 300, 20,
+             "the load continues with the old master back")
+    counts = finish(cluster, producer, consumers)
+    assert counts.lost == set(), f"{len(counts.lost)} acknowledged messages never consumed"
+    assert counts.reorders() == 0
+    assert len(counts.acked) > 300
+    assert_logs_equal(cluster, "broker-a")
+
+
+def test_sigstop_of_a_master_fails_over_and_the_woken_master_takes_no_write(cluster, tmp_path):
+    producer, consumers = start_load(cluster, tmp_path)
+    wait_for(lambda: acked_after(producer, 0) > 100, 30, "the load runs")
+    cluster.pause(0)
+    stopped_at = time.monotonic()
+    wait_for(lambda: cluster.master_container("broker-a") == 1, 15, "container 2 becomes broker-a's master")
+    wait_for(lambda: acked_after(producer, stopped_at) > 50, 15, "sends keep being acknowledged")
+    cluster.resume(0)
+    woke_at = time.monotonic()
+    wait_for(lambda: ha_of(cluster, 0, "broker-a")["role"] == "SLAVE", 20, "the woken master steps down")
+    wait_for(lambda: acked_after(producer, woke_at) > 100, 20, "the load continues after the wake-up")
+    counts = finish(cluster, producer, consumers)
+    assert counts.lost == set(), f"{len(counts.lost)} acknowledged messages never consumed"
+    assert counts.reorders() == 0
+    assert_logs_equal(cluster, "broker-a")
+
+
+def test_master_and_controller_leader_killed_together(tmp_path):
+    cluster = ControllerModeCluster(tmp_path, controllers=3).start()
+    try:
+        prepare(cluster)
+        producer, consumers = start_load(cluster, tmp_path)
+        wait_for(lambda: acked_after(producer, 0) > 100, 30, "the load runs")
+        leader = _controller_leader(cluster)
+        killed_at = time.monotonic()
+        cluster.controller_processes[leader].kill()
+        cluster.kill(0)
+        wait_for(lambda: cluster.master_container("broker-a") == 1, 20, "container 2 becomes broker-a's master")
+        wait_for(lambda: acked_after(producer, killed_at) > 100, 15, "sends keep being acknowledged")
+        counts = finish(cluster, producer, consumers)
+        assert counts.lost == set(), f"{len(counts.lost)} acknowledged messages never consumed"
+        assert counts.reorders() == 0
+    finally:
+        cluster.close()
+
+
+def _controller_leader(cluster: ControllerModeCluster) -> int:
+    done = cluster.containers[1].admin("get-controller-metadata", "--controller", cluster.controller_addr, "--json")
+    leader = json.loads(done.stdout)["leaderAddress"]
+    return [f"127.0.0.1:{p}" for p in cluster.controller_ports].index(leader)

@@ -1,0 +1,185 @@
+"""The controller-mode deployment for tests and benchmarks, on free loopback ports.
+
+Like ``conf/controller-mode``: a nameserver with the embedded controller (or, with
+``controllers=3``, a standalone three-member controller group), and two containers, each
+hosting one replica of broker-a and one of broker-b with their own endpoints (listenPort);
+container 0 is meant to host broker-a's master and container 1 broker-b's
+(brokerElectionPriority).  Every process is real; ``kill``/``pause``/``resume`` send SIGKILL,
+SIGSTOP and SIGCONT.  Logs go to files under the working directory.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from proto import controller_pb2 as cpb
+from services.controller.client import ControllerClient
+from tests.support.container_process import ROOT, ContainerProcess, free_ports
+
+BROKERS = ("broker-a", "broker-b")
+
+
+def _spawn(args: list[str], log_path: Path, ready: bytes, timeout_s: float = 30.0) -> subprocess.Popen:
+    log = open(log_path, "ab")
+    process = subprocess.Popen([sys.executable, "-m", "container", *args], cwd=ROOT, stdout=subprocess.PIPE,
+                               stderr=log, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if ready in line:
+            return process
+        if not line and process.poll() is not None:
+            raise RuntimeError(f"{args[0]} exited with {process.returncode}: {log_path.read_text()[-3000:]}")
+    process.kill()
+    raise RuntimeError(f"{args[0]} not ready in {timeout_s}s: {log_path.read_text()[-3000:]}")
+
+
+class ControllerModeCluster:
+    def __init__(self, workdir: Path, controllers: int = 1, heartbeat_timeout_ms: int = 1500,
+                 broker_keys: dict | None = None):
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.controller_count = controllers
+        self.heartbeat_timeout_ms = heartbeat_timeout_ms
+        self.broker_keys = broker_keys or {}
+        self.namesrv_port, *self.controller_ports = free_ports(1 + (controllers if controllers > 1 else 0))
+        if controllers == 1:
+            self.controller_ports = [self.namesrv_port]
+        self.broker_ports = [free_ports(2), free_ports(2)]  # per container: broker-a's, broker-b's listenPort
+        self.controller_processes: list[subprocess.Popen | None] = []
+        self.namesrv_process: subprocess.Popen | None = None
+        self.containers: list[ContainerProcess] = []
+
+    # --- processes -------------------------------------------------------------------------------
+    @property
+    def controller_addr(self) -> str:
+        return ";".join(f"127.0.0.1:{p}" for p in self.controller_ports)
+
+    def _peers(self) -> str:
+        return ";".join(f"n{i}-127.0.0.1:{p}" for i, p in enumerate(self.controller_ports))
+
+    def _controller_text(self, index: int) -> str:
+        return (f'controllerDLegerGroup = "RelayMQController"\ncontrollerDLegerPeers = "{self._peers()}"\n'
+                f'controllerDLegerSelfId = "n{index}"\ncontrollerStorePath = "{self.workdir / f"controller-n{index}"}"\n')
+
+    def start_controllers(self) -> None:
+        text = f"listenPort = {self.namesrv_port}\nscanNotActiveBrokerInterval = 1000\n"
+        if self.controller_count == 1:
+            text += "enableControllerInNamesrv = true\n" + self._controller_text(0)
+        path = self.workdir / "namesrv.toml"
+        path.write_text(text)
+        self.namesrv_process = _spawn(["namesrv", "-c", str(path)], self.workdir / "namesrv.log", b"listening")
+        if self.controller_count > 1:
+            for index in range(self.controller_count):
+                self.controller_processes.append(self.start_controller(index))
+
+    def start_controller(self, index: int) -> subprocess.Popen:
+        path = self.workdir / f"controller-n{index}.toml"
+        path.write_text(self._controller_text(index))
+        return _spawn(["controller", "-c", str(path)], self.workdir / f"controller-n{index}.log", b"ready")
+
+    def _broker(self, container: int, name: str) -> dict:
+        mine = (container == 0) == (name == "broker-a")
+        return {"brokerName": name, "listenPort": self.broker_ports[container][BROKERS.index(name)],
+                "enableControllerMode": True, "controllerAddr": self.controller_addr,
+                "brokerElectionPriority": 1 if mine else 2,
+                "controllerHeartBeatTimeoutMills": self.heartbeat_timeout_ms, "flushDiskType": "SYNC_FLUSH",
+                "totalReplicas": 2, "allAckInSyncStateSet": True, "haMaxTimeSlaveNotCatchup": 1500,
+                "haSendHeartbeatInterval": 500, "haHousekeepingInterval": 3000, "syncBrokerMetadataPeriod": 1000,
+                **self.broker_keys}
+
+    def start_containers(self) -> None:
+        for index in range(2):
+            container = ContainerProcess(self.workdir / f"container-{index + 1}",
+                                         brokers=[self._broker(index, name) for name in BROKERS],
+                                         embedded_namesrv=False, namesrv_port=self.namesrv_port,
+                                         extra={"brokerHeartbeatInterval": 200})
+            self.containers.append(container)
+        for container in self.containers:  # started together: priorities pick the first masters
+            container.write_config()
+        processes = [self._launch(c) for c in self.containers]
+        for container, process in zip(self.containers, processes):
+            container.process = process
+
+    def _launch(self, container: ContainerProcess) -> subprocess.Popen:
+        container.log_path = container.data_dir / "container.log"
+        return _spawn(["container", "-c", str(container.data_dir / "container.toml")], container.log_path,
+                      b"container ready")
+
+    def start(self) -> "ControllerModeCluster":
+        self.start_controllers()
+        self.start_containers()
+        self.wait_masters({"broker-a": 0, "broker-b": 1})
+        return self
+
+    def restart_container(self, index: int) -> None:
+        self.containers[index].process = self._launch(self.containers[index])
+
+    def kill(self, index: int) -> None:
+        self.containers[index].kill()
+
+    def pause(self, index: int) -> None:
+        self.containers[index].process.send_signal(signal.SIGSTOP)
+
+    def resume(self, index: int) -> None:
+        self.containers[index].process.send_signal(signal.SIGCONT)
+
+    def close(self) -> None:
+        for container in self.containers:
+            if container.process is not None and container.process.poll() is None:
+                container.process.send_signal(signal.SIGCONT)
+            container.kill()
+        for process in [self.namesrv_process, *self.controller_processes]:
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.wait()
+
+    # --- the controller's view -----------------------------------------------------------------
+    def endpoint(self, index: int) -> str:
+        return self.containers[index].endpoint
+
+    @property
+    def namesrv(self) -> str:
+        return f"127.0.0.1:{self.namesrv_port}"
+
+    def view(self, broker: str) -> cpb.ReplicaGroupView | None:
+        async def ask():
+            client = ControllerClient(self.controller_addr.split(";"), call_timeout_s=2, attempts=6, deadline_s=5)
+            try:
+                reply = await client.call("GetReplicaInfo", cpb.GetReplicaInfoRequest(broker_name=broker))
+            finally:
+                await client.close()
+            return reply.view if reply.status.code == cpb.ControllerStatus.SUCCESS else None
+        try:
+            return asyncio.run(ask())
+        except Exception:  # noqa: BLE001 - no controller answered: no view
+            return None
+
+    def master_container(self, broker: str) -> int | None:
+        """The container (0 or 1) whose internal address the controller names as the master."""
+        view = self.view(broker)
+        if view is None or view.master_broker_id <= 0:
+            return None
+        for index, container in enumerate(self.containers):
+            if view.master_address.endswith(f":{container.admin_port}"):
+                return index
+        return None
+
+    def wait_masters(self, expected: dict[str, int], timeout_s: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if all(self.master_container(b) == i for b, i in expected.items()):
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"masters not {expected}: " + ", ".join(f"{b}: {self.view(b)}" for b in expected))
+
+    def admin(self, *args: str) -> subprocess.CompletedProcess:
+        done = subprocess.run([sys.executable, "-m", "container", "admin", *args, "-n", self.namesrv], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, (args, done.stdout, done.stderr)
+        return done

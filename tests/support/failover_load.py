@@ -1,0 +1,129 @@
+"""Run the official client's steady load (official_client/steady.py) and count what happened.
+
+``Load`` starts producer and consumer subprocesses, reads their ``@@`` events on threads, and
+answers what a failover test asserts and a benchmark prints: what was acknowledged, what was
+consumed, what is lost (acknowledged, never consumed), duplicated, reordered within a FIFO
+message group, and the longest time without an acknowledged send (overall, per kind).
+"""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+STEADY = Path(__file__).resolve().parent / "official_client" / "steady.py"
+
+
+class Client:
+    """One steady.py process; its events accumulate in ``events``."""
+
+    def __init__(self, *args: str, log_path: Path):
+        """stderr goes to ``log_path``, the events also to ``log_path`` + ``.events`` (post-mortems)."""
+        self.events: list[dict] = []
+        self._lock = threading.Lock()
+        self._tee = open(str(log_path) + ".events", "a")
+        self.process = subprocess.Popen([sys.executable, str(STEADY), *args], stdout=subprocess.PIPE,
+                                        stderr=open(log_path, "ab"), text=True)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self._tee.write(line)
+            if line.startswith("@@"):
+                event = json.loads(line[2:])
+                with self._lock:
+                    self.events.append(event)
+
+    def snapshot(self) -> list[dict]:
+        with self._lock:
+            return list(self.events)
+
+    def started(self) -> bool:
+        return any(e["event"] == "started" for e in self.snapshot())
+
+    def stop(self, timeout_s: float = 20.0) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._reader.join(timeout=5)
+        self._tee.close()
+
+
+def wait_started(*clients: Client, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not all(c.started() for c in clients):
+        if time.monotonic() > deadline:
+            raise AssertionError("clients did not start")
+        time.sleep(0.05)
+
+
+@dataclass
+class Counts:
+    acked: set[str] = field(default_factory=set)
+    consumed: list[str] = field(default_factory=list)
+    fails: int = 0
+
+    @property
+    def lost(self) -> set[str]:
+        return self.acked - set(self.consumed)
+
+    @property
+    def duplicates(self) -> int:
+        return len(self.consumed) - len(set(self.consumed))
+
+    def reorders(self) -> int:
+        """FIFO messages consumed after a later message of their group had been consumed."""
+        highest: dict[str, int] = defaultdict(int)
+        seen, late = set(), 0
+        for body in self.consumed:
+            kind, group, seq = body.split(":")
+            if kind != "fifo" or body in seen:
+                continue
+            seen.add(body)
+            if int(seq) < highest[group]:
+                late += 1
+            highest[group] = max(highest[group], int(seq))
+        return late
+
+
+def count(producers: list[Client], consumers: list[Client]) -> Counts:
+    counts = Counts()
+    for producer in producers:
+        for event in producer.snapshot():
+            if event["event"] == "ack":
+                counts.acked.add(event["body"])
+            elif event["event"] == "fail":
+                counts.fails += 1
+    for consumer in consumers:
+        counts.consumed += [e["body"] for e in consumer.snapshot() if e["event"] == "recv"]
+    return counts
+
+
+def longest_gap(producers: list[Client], kind: str | None, start: float, end: float) -> tuple[float, float]:
+    """(seconds, when it began) of the longest time in [start, end] without an acknowledged send."""
+    times = sorted(e["t"] for p in producers for e in p.snapshot()
+                   if e["event"] == "ack" and (kind is None or e["kind"] == kind) and start <= e["t"] <= end)
+    edges = [start] + times + [end]
+    gaps = [(b - a, a) for a, b in zip(edges, edges[1:])]
+    return max(gaps) if gaps else (end - start, start)
+
+
+def drain(consumers: list[Client], producers: list[Client], timeout_s: float) -> Counts:
+    """Wait until every acknowledged message was consumed (or the timeout)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        counts = count(producers, consumers)
+        if not counts.lost or time.monotonic() > deadline:
+            return counts
+        time.sleep(0.2)

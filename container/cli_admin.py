@@ -413,9 +413,13 @@ def run_namesrv_command(args: Any) -> int:
         config, controller = _load_namesrv_config(args.config)
     except ConfigError as exc:
         raise CliError(str(exc), 2) from None
+    from store.directory_lock import DirectoryLocked
+
     try:
         import uvloop
         uvloop.run(_serve_namesrv(config, controller))
     except CliError as exc:
         raise CliError(f"{args.config}: {exc}", exc.code) from None
+    except DirectoryLocked as exc:
+        raise CliError(str(exc), 1) from None
     return 0

@@ -1,7 +1,9 @@
 """``relaymq container -c FILE``: run a BrokerContainer until SIGTERM or SIGINT.
 
 A bad file, key or value, or a busy port, is one line naming the file, the key and the
-reason, and exit code 2; nothing is started and no data is touched.  SIGTERM and SIGINT
+reason, and exit code 2; nothing is started and no data is touched.  A store another
+process holds (``store.directory_lock``) is one line naming the directory and the holder's
+pid, and exit code 1: the second process reads nothing of it.  SIGTERM and SIGINT
 stop accepting, drain, flush and exit 0.
 """
 from __future__ import annotations
@@ -13,6 +15,7 @@ import sys
 
 from container.cli import CliError
 from metadata.config import ConfigError
+from store.directory_lock import DirectoryLocked
 
 log = logging.getLogger("relaymq.container")
 
@@ -82,6 +85,8 @@ def run_container_command(args) -> int:
         _run(serve(container))
     except ConfigError as exc:
         raise CliError(str(exc), 2) from None
+    except DirectoryLocked as exc:
+        raise CliError(str(exc), 1) from None
     return 0
 
 

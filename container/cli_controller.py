@@ -18,6 +18,7 @@ from pathlib import Path
 
 from container.cli import CliError
 from metadata.config import ConfigError, unknown_keys
+from store.directory_lock import DirectoryLocked
 
 log = logging.getLogger("relaymq.controller")
 
@@ -100,6 +101,8 @@ def run_controller_command(args) -> int:
         asyncio.run(serve_controller(config))
     except ConfigError as exc:
         raise CliError(str(exc), 2) from None
+    except DirectoryLocked as exc:
+        raise CliError(str(exc), 1) from None
     except OSError as exc:
         raise CliError(f"{args.config}: {exc}", 2) from None
     return 0

@@ -6,8 +6,10 @@ Rules (reference 1.2 and 1.4):
 - Outside controller mode a master has ``brokerId`` 0 and a slave a ``brokerId`` > 0.
 - Its store lives in ``{container root}/{brokerName}-{brokerId}`` unless
   ``storePathRootDir`` is given; no two brokers of one container share a store directory.
-- Opening order: store (recovery) first, then the broker on top of it; closing is the
-  reverse, and the store is flushed and fsynced last.
+- Opening order: the store directory's lock (``store.directory_lock``: a second process on
+  the same store is refused before it reads anything), the store (recovery), then the broker
+  on top of it; closing is the reverse, the store is flushed and fsynced, and the lock is
+  released last.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from services.ha.master import ReplicationMaster
 from services.ha.metadata_sync import MetadataSync
 from services.ha.slave import ReplicationSlave
 from store.config import StoreConfig
+from store.directory_lock import DirectoryLock, lock_directory
 from store.message_store import MessageStore
 
 log = logging.getLogger(__name__)
@@ -99,6 +102,7 @@ class HostedBroker:
     replication: ReplicationMaster | ReplicationSlave | None = None
     metadata_sync: MetadataSync | None = None
     tasks: PeriodicTasks | None = None
+    lock: DirectoryLock | None = None
 
     @property
     def name(self) -> str:
@@ -110,17 +114,23 @@ class HostedBroker:
 
 
 async def open_broker(spec: BrokerSpec, clock: Clock, sink: TransactionCheckSink) -> HostedBroker:
-    spec.store.store_path_root_dir.mkdir(parents=True, exist_ok=True)
-    store = MessageStore(spec.store, clock.now_ms)
-    report = store.start()
+    """Raises ``DirectoryLocked`` when another process holds the store."""
+    lock = lock_directory(spec.store.store_path_root_dir, f"relaymq broker {spec.canonical_name}")
+    try:
+        store = MessageStore(spec.store, clock.now_ms)
+        report = store.start()
+    except BaseException:
+        lock.release()
+        raise
     log.info("%s: store recovered: %s", spec.canonical_name, report)
     broker = Broker(spec.broker, store, clock, sink)
     try:
         await broker.start()
     except BaseException:
         store.shutdown()
+        lock.release()
         raise
-    return HostedBroker(spec, store, broker)
+    return HostedBroker(spec, store, broker, lock=lock)
 
 
 def start_replication(hosted: HostedBroker, clock: Clock, master_address, on_topics_changed=None) -> None:
@@ -153,3 +163,5 @@ async def close_broker(hosted: HostedBroker) -> None:
         await hosted.broker.stop()
     finally:
         hosted.store.shutdown()
+        if hosted.lock is not None:
+            hosted.lock.release()

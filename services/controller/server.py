@@ -4,7 +4,9 @@ Used by ``relaymq controller`` (its own gRPC server on this member's peer port) 
 nameserver when ``enableControllerInNamesrv = true`` (services added to the nameserver's
 server).  The Raft transport and ControllerService share the port, as DLedger's remoting
 server does.  ``await handle.stop()`` stops periodic work, the driver and, if we created
-it, the server.
+it, the server, then releases the store's lock.  The store directory is locked
+(``store.directory_lock``) before the Raft log is read: a second member on the same
+directory raises ``DirectoryLocked`` and reads nothing.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from services.controller.raft_driver import DriverLimits, RaftDriver
 from services.controller.service import ControllerServicer
 from services.controller.transport import RaftPeers, RaftTransportServicer
 from services.controller.watchers import Watchers
+from store.directory_lock import DirectoryLock, lock_directory
 from store.raft_storage import RaftStorage
 
 log = logging.getLogger(__name__)
@@ -40,12 +43,15 @@ class ControllerHandle:
     peers: RaftPeers
     server: grpc.aio.Server | None  # ours to stop; None when embedded
     port: int
+    lock: DirectoryLock | None = None
 
     async def stop(self) -> None:
         await self.controller.stop()
         await self.peers.close()
         if self.server is not None:
             await self.server.stop(grace=0.5)
+        if self.lock is not None:
+            self.lock.release()
 
 
 def raft_config(config: ControllerConfig) -> RaftConfig:
@@ -65,6 +71,17 @@ def driver_limits(config: ControllerConfig) -> DriverLimits:
 async def start_controller(config: ControllerConfig, server: grpc.aio.Server | None = None,
                            clock: Clock | None = None, seed: int | None = None) -> ControllerHandle:
     clock = clock or SystemClock()
+    lock = lock_directory(config.store_path, f"relaymq controller {config.self_id} of {config.group}")
+    try:
+        handle = await _start(config, server, clock, seed)
+    except BaseException:
+        lock.release()
+        raise
+    handle.lock = lock
+    return handle
+
+
+async def _start(config: ControllerConfig, server: grpc.aio.Server | None, clock: Clock, seed: int | None) -> ControllerHandle:
     storage = RaftStorage(config.store_path)
     recovered = await asyncio.to_thread(storage.load)
     watch_collections()

@@ -16,7 +16,7 @@ import logging
 from typing import Mapping
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from prometheus_client import start_http_server
 
 from pathlib import Path
@@ -38,7 +38,9 @@ from services.ha.master import ReplicationMaster
 from services.ha.converters import MAX_FRAME_BYTES
 from services.ha.service import HaListener, add_ha_service
 from services.messaging.config import MessagingConfig
-from services.messaging.server import GenericHandlersOnly, add_messaging_services, server_options
+from services.messaging.server import add_messaging_services, server_options
+from services.health import HealthService
+from services.request_guard import GuardedServer, RequestGuard
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +67,8 @@ class BrokerContainer:
         self._client_server: grpc.aio.Server | None = None
         self._internal_server: grpc.aio.Server | None = None
         self._ha_listener = HaListener(self.replication_master)
-        self._health = health.aio.HealthServicer() if hasattr(health, "aio") else health.HealthServicer()
+        self._health = HealthService()
+        self.guard = RequestGuard(config.bad_request_log_interval_ms)  # bad requests of every server of ours
         self.registration: Registration | None = None
         self.ports: dict[str, int] = {}
 
@@ -111,27 +114,29 @@ class BrokerContainer:
 
         values = {**self._nameserver_values, "listenPort": self.config.namesrv_listen_port,
                   "enableControllerInNamesrv": self.config.enable_controller_in_namesrv}
-        self._nameserver = await start_nameserver(bind(NamesrvConfig, values, self.where))
+        self._nameserver = await start_nameserver(bind(NamesrvConfig, values, self.where), guard=self.guard)
 
     async def _start_servers(self) -> None:
         self._client_server = grpc.aio.server(options=server_options(self.messaging))
         self.directory.attach_registry(add_messaging_services(self._client_server, self.directory, self.messaging, self.clock,
-                                                              accounts=self.accounts))
-        health_pb2_grpc.add_HealthServicer_to_server(self._health, GenericHandlersOnly(self._client_server))
+                                                              accounts=self.accounts, guard=self.guard))
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, GuardedServer(self._client_server, self.guard))
         self.ports["client"] = self._bind(self._client_server, "grpcServerPort", self.config.client_bind_host, self.config.grpc_server_port)
         if self.tls is not None:
             credentials = grpc.ssl_server_credentials([(self.tls.private_key, self.tls.certificate_chain)])
             self.ports["tls"] = self._bind(self._client_server, "grpcTlsPort", self.config.client_bind_host,
                                            self.config.grpc_tls_port, credentials)
-        self._internal_server = grpc.aio.server(options=[("grpc.max_send_message_length", MAX_FRAME_BYTES),
-                                                         ("grpc.max_receive_message_length", MAX_FRAME_BYTES)])
+        self._internal_server = grpc.aio.server(options=[
+            ("grpc.max_send_message_length", MAX_FRAME_BYTES),
+            ("grpc.max_receive_message_length", self.config.admin_max_inbound_message_size)])
         from services.admin.service import add_admin_service
         from container.admin_adapter import ContainerAdmin
 
-        add_admin_service(self._internal_server, ContainerAdmin(self), on_topics_changed=self._topics_changed,
+        internal = GuardedServer(self._internal_server, self.guard)
+        add_admin_service(internal, ContainerAdmin(self), on_topics_changed=self._topics_changed,
                           load_config=lambda path: load_config_file(Path(path)))
-        add_ha_service(self._internal_server, self.replication_master, lambda: self._ha_listener.port)
-        health_pb2_grpc.add_HealthServicer_to_server(self._health, self._internal_server)
+        add_ha_service(internal, self.replication_master, lambda: self._ha_listener.port)
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, internal)
         self.ports["admin"] = self._bind(self._internal_server, "listenPort", self.config.admin_bind_address, self.config.listen_port)
         try:
             self.ports["ha"] = self._ha_listener.bind(self.config.admin_bind_address, self.config.ha_listen_port)

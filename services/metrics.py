@@ -20,6 +20,8 @@ RPC_LATENCY = Histogram("relaymq_rpc_latency_seconds", "Client RPC latency by me
 RPC_ERRORS = Counter("relaymq_rpc_errors", "Client RPCs answered with a non-OK status", ["method", "code"], registry=REGISTRY)
 STORE_SIZE = Gauge("relaymq_store_size_bytes", "Bytes on disk of a broker's store", ["broker"], registry=REGISTRY)
 CONSUMER_LAG = Gauge("relaymq_consumer_lag_messages", "Messages not yet acked by a group", ["broker", "group", "topic"], registry=REGISTRY)
+BAD_REQUESTS = Counter("relaymq_bad_requests", "Requests that did not parse, by gRPC service and method (services/request_guard.py)",
+                       ["service", "method"], registry=REGISTRY)
 
 _CHILDREN: dict[tuple[int, tuple[str, ...]], object] = {}
 

@@ -29,6 +29,7 @@ from services.controller.raft_driver import DriverLimits, RaftDriver
 from services.controller.service import ControllerServicer
 from services.controller.transport import RaftPeers, RaftTransportServicer
 from services.controller.watchers import Watchers
+from services.request_guard import GuardedServer, RequestGuard
 from store.directory_lock import DirectoryLock, lock_directory
 from store.raft_storage import RaftStorage
 
@@ -69,11 +70,14 @@ def driver_limits(config: ControllerConfig) -> DriverLimits:
 
 
 async def start_controller(config: ControllerConfig, server: grpc.aio.Server | None = None,
-                           clock: Clock | None = None, seed: int | None = None) -> ControllerHandle:
+                           clock: Clock | None = None, seed: int | None = None,
+                           guard: RequestGuard | None = None) -> ControllerHandle:
+    """``guard`` counts and logs requests that do not parse (the nameserver's when embedded)."""
     clock = clock or SystemClock()
+    guard = guard or RequestGuard(config.bad_request_log_interval_ms)
     lock = lock_directory(config.store_path, f"relaymq controller {config.self_id} of {config.group}")
     try:
-        handle = await _start(config, server, clock, seed)
+        handle = await _start(config, server, clock, seed, guard)
     except BaseException:
         lock.release()
         raise
@@ -81,7 +85,8 @@ async def start_controller(config: ControllerConfig, server: grpc.aio.Server | N
     return handle
 
 
-async def _start(config: ControllerConfig, server: grpc.aio.Server | None, clock: Clock, seed: int | None) -> ControllerHandle:
+async def _start(config: ControllerConfig, server: grpc.aio.Server | None, clock: Clock, seed: int | None,
+                 guard: RequestGuard) -> ControllerHandle:
     storage = RaftStorage(config.store_path)
     recovered = await asyncio.to_thread(storage.load)
     watch_collections()
@@ -98,11 +103,14 @@ async def _start(config: ControllerConfig, server: grpc.aio.Server | None, clock
                                           clock, driver_limits(config))
     own_server = server is None
     if own_server:
-        server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-    pb_grpc.add_ControllerServiceServicer_to_server(ControllerServicer(controller), server)
+        server = grpc.aio.server(options=[("grpc.so_reuseport", 0),
+                                          ("grpc.max_receive_message_length", config.max_message_bytes),
+                                          ("grpc.max_send_message_length", config.max_message_bytes)])
+    guarded = GuardedServer(server, guard)
+    pb_grpc.add_ControllerServiceServicer_to_server(ControllerServicer(controller), guarded)
     pb_grpc.add_RaftTransportServicer_to_server(
         RaftTransportServicer(config.group, me.node_id, {p.node_id for p in config.peers}, controller.driver.deliver),
-        server)
+        guarded)
     port = me.port
     if own_server:
         port = server.add_insecure_port(f"{me.host}:{me.port}")

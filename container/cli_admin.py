@@ -394,6 +394,11 @@ async def _serve_namesrv(config: Any, controller: Any) -> None:
         handle = await start_nameserver(config, controller_config=controller)
     except NameserverStartError as exc:
         raise CliError(f"listenPort: {exc}", 1) from None
+    if config.metrics_port:
+        from prometheus_client import start_http_server
+        from services.metrics import REGISTRY
+
+        start_http_server(config.metrics_port, addr=config.bind_address, registry=REGISTRY)
     print(f"relaymq: nameserver listening on {handle.address}", flush=True)
     try:
         await stop.wait()

@@ -79,6 +79,11 @@ async def serve_controller(config) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     handle = await start_controller(config)
+    if config.metrics_port:
+        from prometheus_client import start_http_server
+        from services.metrics import REGISTRY
+
+        start_http_server(config.metrics_port, addr=config.self_peer.host, registry=REGISTRY)
     print(f"relaymq: controller {config.self_id} ready on {config.self_peer.host}:{handle.port} "
           f"(group {config.group}, store {config.store_path})", flush=True)
     stopping = asyncio.ensure_future(stop.wait())

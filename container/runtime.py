@@ -34,6 +34,7 @@ from metadata.config import ConfigError
 from scheduler.clock import Clock, SystemClock
 from scheduler.periodic import PeriodicTasks
 from services.metrics import CONSUMER_LAG, REGISTRY, STORE_SIZE
+from services.status_metrics import STATUS, hosted_broker_source
 from services.ha.master import ReplicationMaster
 from services.ha.converters import MAX_FRAME_BYTES
 from services.ha.service import HaListener, add_ha_service
@@ -71,6 +72,7 @@ class BrokerContainer:
         self.guard = RequestGuard(config.bad_request_log_interval_ms)  # bad requests of every server of ours
         self.registration: Registration | None = None
         self.ports: dict[str, int] = {}
+        self._metrics_source: int | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -93,6 +95,8 @@ class BrokerContainer:
         for spec in self.specs:
             await self._open(spec)
         await self._start_servers()
+        self._metrics_source = STATUS.add(hosted_broker_source(
+            lambda: [(h.broker, h.replication, h.store) for h in self.hosted.values()]), asyncio.get_running_loop())
         if self.config.metrics_port:
             start_http_server(self.config.metrics_port, addr=self.config.metrics_host, registry=REGISTRY)
             self.ports["metrics"] = self.config.metrics_port
@@ -166,6 +170,7 @@ class BrokerContainer:
             await result
 
     async def stop(self) -> None:
+        STATUS.remove(self._metrics_source)
         await self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
         await self.tasks.stop()
         grace = self.config.shutdown_timeout_ms / 1000 / 2

@@ -30,6 +30,7 @@ from services.controller.service import ControllerServicer
 from services.controller.transport import RaftPeers, RaftTransportServicer
 from services.controller.watchers import Watchers
 from services.request_guard import GuardedServer, RequestGuard
+from services.status_metrics import STATUS, controller_samples
 from store.directory_lock import DirectoryLock, lock_directory
 from store.raft_storage import RaftStorage
 
@@ -45,8 +46,10 @@ class ControllerHandle:
     server: grpc.aio.Server | None  # ours to stop; None when embedded
     port: int
     lock: DirectoryLock | None = None
+    metrics_source: int | None = None
 
     async def stop(self) -> None:
+        STATUS.remove(self.metrics_source)
         await self.controller.stop()
         await self.peers.close()
         if self.server is not None:
@@ -82,7 +85,15 @@ async def start_controller(config: ControllerConfig, server: grpc.aio.Server | N
         lock.release()
         raise
     handle.lock = lock
+    handle.metrics_source = STATUS.add(lambda: controller_source(handle), asyncio.get_running_loop())
     return handle
+
+
+def controller_source(handle: ControllerHandle):
+    controller, config = handle.controller, handle.config
+    node, machine = controller.driver.node, controller.machine
+    return controller_samples(config.group, config.self_id, machine.serving, node.term, node.commit_index,
+                              machine.elections, machine.leader_changes)
 
 
 async def _start(config: ControllerConfig, server: grpc.aio.Server | None, clock: Clock, seed: int | None,

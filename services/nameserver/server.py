@@ -12,6 +12,7 @@ Rules:
 """
 from __future__ import annotations
 
+import asyncio
 import importlib
 import inspect
 import logging
@@ -26,6 +27,7 @@ from scheduler.periodic import PeriodicTasks
 from services.nameserver.config import NamesrvConfig
 from services.nameserver.service import NameserverDriver, NameserverServicer
 from services.request_guard import GuardedServer, RequestGuard
+from services.status_metrics import STATUS, nameserver_samples
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +45,7 @@ class NameserverHandle:
     owns_server: bool
     tasks: PeriodicTasks
     controller: Any = None
+    metrics_source: int | None = None
     _stopped: bool = field(default=False, repr=False)
 
     @property
@@ -53,6 +56,7 @@ class NameserverHandle:
         if self._stopped:
             return
         self._stopped = True
+        STATUS.remove(self.metrics_source)
         await self.tasks.stop()
         if self.controller is not None and hasattr(self.controller, "stop"):
             result = self.controller.stop()
@@ -90,6 +94,8 @@ async def start_nameserver(config: NamesrvConfig, server: grpc.aio.Server | None
     interval = config.scan_not_active_broker_interval_ms
     tasks.declare("scanNotActiveBroker", interval, driver.scan_not_active, initial_delay_ms=interval)
     handle = NameserverHandle(config, driver, server, port, owns_server, tasks)
+    handle.metrics_source = STATUS.add(lambda: nameserver_samples(driver.table.cluster_info()),
+                                       asyncio.get_running_loop())
     if config.enable_controller_in_namesrv:
         handle.controller = await _maybe_start_controller(controller_config, server, guard)
     if owns_server:

@@ -101,3 +101,17 @@ def test_collector_merges_sources_runs_them_on_their_loop_and_survives_a_failing
     finally:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(5)
+
+
+def test_docs_list_every_metric():
+    from pathlib import Path
+
+    from services.metrics import REGISTRY
+    from services.status_metrics import COUNTER, FAMILIES
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "metrics.md").read_text()
+    names = {f"{name}_total" if kind == COUNTER else name for name, (kind, _) in FAMILIES.items()}
+    for family in REGISTRY.collect():  # every registered metric, the process collector's too
+        names.add(f"{family.name}_total" if family.type == "counter" else family.name)
+    missing = sorted(name for name in names if f"`{name}`" not in docs)
+    assert not missing, f"docs/metrics.md does not list {missing}"

@@ -138,8 +138,8 @@ def start_replication(hosted: HostedBroker, clock: Clock, master_address, on_top
     and syncing its metadata (topics, groups, offsets, timer checkpoint) from the same master."""
     spec = hosted.spec
     if spec.broker.is_master:
-        hosted.replication = ReplicationMaster(hosted.name, hosted.store, spec.ha, clock,
-                                               on_confirm=hosted.broker.notifier.wake_all)
+        hosted.replication = ReplicationMaster(hosted.name, hosted.store, spec.ha, clock)
+        hosted.replication.start()
         hosted.broker.replication = hosted.replication
     else:
         hosted.replication = ReplicationSlave(hosted.name, spec.broker.broker_id, hosted.store, spec.ha, clock,
@@ -158,7 +158,7 @@ async def close_broker(hosted: HostedBroker) -> None:
             await hosted.tasks.stop()
         if hosted.metadata_sync is not None:
             await hosted.metadata_sync.close()
-        if isinstance(hosted.replication, ReplicationSlave):
+        if hosted.replication is not None:
             await hosted.replication.stop()
         await hosted.broker.stop()
     finally:

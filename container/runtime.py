@@ -105,7 +105,6 @@ class BrokerContainer:
         self.tasks.declare("register-brokers", self.config.register_period_ms, self.registration.register_all, self.config.register_period_ms)
         self.tasks.declare("heartbeat", self.config.heartbeat_interval_ms, self.registration.heartbeat_all, self.config.heartbeat_interval_ms)
         self.tasks.declare("store-metrics", 5_000, self._refresh_store_metrics, 1_000)
-        self.tasks.declare("ha-housekeeping", 1_000, self._ha_housekeeping, 1_000)
         self.tasks.start()
         log.info("container started: client endpoint %s:%d%s, admin %s:%d, brokers %s", self.config.broker_container_ip,
                  self.ports["client"], f" (TLS {self.ports['tls']})" if "tls" in self.ports else "",
@@ -208,11 +207,6 @@ class BrokerContainer:
             if hosted.name == broker_name and isinstance(hosted.replication, ReplicationMaster):
                 return hosted.replication
         return None
-
-    def _ha_housekeeping(self) -> None:
-        for hosted in list(self.hosted.values()):
-            if isinstance(hosted.replication, ReplicationMaster):
-                hosted.replication.housekeeping()
 
     async def add_broker(self, spec: BrokerSpec) -> HostedBroker:
         check_unique([h.spec for h in self.hosted.values()] + [spec])

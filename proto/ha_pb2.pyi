@@ -103,7 +103,9 @@ class LocateRequest(_message.Message):
     def __init__(self, broker_name: _Optional[str] = ...) -> None: ...
 
 class LocateResponse(_message.Message):
-    __slots__ = ("ha_port",)
+    __slots__ = ("ha_port", "client_endpoint")
     HA_PORT_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     ha_port: int
-    def __init__(self, ha_port: _Optional[int] = ...) -> None: ...
+    client_endpoint: str
+    def __init__(self, ha_port: _Optional[int] = ..., client_endpoint: _Optional[str] = ...) -> None: ...

@@ -69,9 +69,10 @@ class MessageStore(Reader):
         self._waiters: deque[tuple[int, asyncio.Future]] = deque()
         self._listeners: list[Callable[[str, int, int], None]] = []
         self._write_listeners: list[Callable[[int], None]] = []
+        self._visibility_listeners: list[Callable[[], None]] = []
         self.epochs: EpochLog | None = None
-        # replication: consumers read no record ending beyond this offset (the confirm offset)
-        self.read_limit: Callable[[], int] | None = None
+        # replication: consumers read no record ending beyond this offset (the confirm offset); None: all
+        self._read_limit: int | None = None
         self._indexed_offset = 0  # every record below it has its consume-queue entry written
         self._last_checkpoint = Checkpoint()
         self._disk_full = False
@@ -273,6 +274,10 @@ class MessageStore(Reader):
         """``fn(write_offset)`` after every write to the commit log, before it is flushed."""
         self._write_listeners.append(fn)
 
+    def remove_write_listener(self, fn: Callable[[int], None]) -> None:
+        if fn in self._write_listeners:
+            self._write_listeners.remove(fn)
+
     def _notify_written(self) -> None:
         for listener in self._write_listeners:
             try:
@@ -300,6 +305,26 @@ class MessageStore(Reader):
     def set_confirm_offset(self, offset: int) -> None:
         """Replication (issue 5): kept in the checkpoint at byte 32, persisted with the next checkpoint."""
         self._last_checkpoint = replace(self._last_checkpoint, confirm_phy_offset=offset)
+
+    @property
+    def read_limit(self) -> int | None:
+        return self._read_limit
+
+    def set_read_limit(self, offset: int | None) -> None:
+        """Replication: consumers read no record of a user topic ending beyond ``offset`` (the
+        confirm offset); None lifts the limit (a master alone in its SyncStateSet, no replication).
+        Raising or lifting it tells the visibility listeners (long polls wait on them)."""
+        before, self._read_limit = self._read_limit, offset
+        if before is not None and (offset is None or offset > before):
+            for listener in self._visibility_listeners:
+                try:
+                    listener()
+                except Exception:  # a listener's bug must not fail replication
+                    log.exception("visibility listener failed")
+
+    def add_visibility_listener(self, fn: Callable[[], None]) -> None:
+        """``fn()`` when more of the log becomes visible to consumers (the read limit rose)."""
+        self._visibility_listeners.append(fn)
 
     def read_raw(self, commit_offset: int, max_bytes: int) -> bytes | memoryview:
         self._check_open()

@@ -4,9 +4,10 @@ Rules: reads go through consume queues bounded by the queue's [min, max), then c
 record's CRC and position before serving it; a record that fails is skipped and logged, never
 served.  Tag filtering compares consume-queue tag codes and skips without reading the log.
 A get examines at most ``maxGetScanEntries`` entries and returns at least one message if one
-is found even when it exceeds ``max_bytes``.  With replication, ``read_limit`` (the confirm
-offset) caps what consumers see: no record ending beyond it is served from a user topic.  Mixed into MessageStore, which owns the state
-(``_log``, ``_queues``, ``config``).
+is found even when it exceeds ``max_bytes``.  With replication, the read limit (the confirm
+offset, set by the replication driver with ``set_read_limit``; None: no limit) caps what
+consumers see: no record ending beyond it is served from a user topic.  Mixed into
+MessageStore, which owns the state (``_log``, ``_queues``, ``config``, ``_read_limit``).
 """
 from __future__ import annotations
 
@@ -48,8 +49,7 @@ class Reader:
         total, scanned, cursor = 0, 0, offset
         budget = self.config.max_get_scan_entries
         # consumers see only what the replicas confirmed; the broker's own logs are read in full
-        limited = self.read_limit is not None and not queue.topic.startswith(SYSTEM_TOPIC_PREFIX)
-        limit = self.read_limit() if limited else None
+        limit = None if queue.topic.startswith(SYSTEM_TOPIC_PREFIX) else self._read_limit
         while scanned < budget and len(messages) < max_count:
             # unfiltered, an entry is at most one message: decode no more entries than are wanted
             want = 1024 if tag_codes is not None else max(max_count - len(messages), 16)

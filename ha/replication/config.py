@@ -67,6 +67,15 @@ class HaConfig:
     ha_max_epoch_entries: int = config_field(
         "haMaxEpochEntries", 1000, unit="entries", minimum=1,
         doc="most epoch entries a master handshake carries (upstream's buffer limit)")
+    ha_connect_timeout_ms: int = config_field(
+        "haConnectTimeoutMillis", 3000, unit="ms", minimum=1, maximum=600_000,
+        doc="SLAVE: a connection to the master (Locate, then the replication port) not made within this fails")
+    ha_connect_retry_interval_ms: int = config_field(
+        "haConnectRetryInterval", 1000, unit="ms", minimum=1, maximum=600_000,
+        doc="SLAVE: pause before connecting again after a failed or closed connection")
+    ha_max_writes_in_flight: int = config_field(
+        "haMaxWritesInFlight", 2, unit="batches", minimum=1, maximum=64,
+        doc="SLAVE: replicated batches written by the writer thread while the next ones are checked")
     ha_max_pending_acks: int = config_field(
         "haMaxPendingAcks", 10_000, unit="puts", minimum=1,
         doc="most SYNC_MASTER puts waiting for replica acks; beyond it a put fails with SLAVE_NOT_AVAILABLE")

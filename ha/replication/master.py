@@ -115,6 +115,16 @@ class MasterSession:
         return TransferBatch(plan.start_offset, plan.epoch, plan.epoch_start_offset, confirm_offset, payload,
                              batch_crc(payload, index), index)
 
+    def deadline_ms(self) -> int | None:
+        """When :meth:`next_batch` next has something to do without news: a heartbeat is due
+        (TRANSFER) or the slave has been silent too long; None once closed."""
+        if self.state is MasterSessionState.CLOSED:
+            return None
+        silent = self._last_read_ms + self.settings.housekeeping_interval_ms + 1
+        if self.state is MasterSessionState.TRANSFER:
+            return min(silent, self._last_send_ms + self.settings.heartbeat_interval_ms)
+        return silent
+
     def connection_lost(self) -> None:
         self.state = MasterSessionState.CLOSED
 

@@ -169,6 +169,16 @@ class SlaveSession:
             return SlaveOutput(send=(SlaveAck(self.max_offset),))
         return SlaveOutput()
 
+    def next_deadline_ms(self) -> int | None:
+        """When :meth:`tick` next has something to do: an ack is due (TRANSFER) or the master
+        has been silent too long; None while READY."""
+        if self.state is SlaveState.READY:
+            return None
+        silent = self._last_read_ms + self.settings.housekeeping_interval_ms + 1
+        if self.state is SlaveState.TRANSFER:
+            return min(silent, self._last_ack_ms + self.settings.heartbeat_interval_ms)
+        return silent
+
     def _close(self, reason: CloseReason) -> SlaveOutput:
         self.state = SlaveState.READY
         self.last_close = reason

@@ -7,8 +7,10 @@ Rules (reference 4.7, issues #5663, #6662, #6728):
   max marks the slave caught up at that time (now, if it equals the current max).  Learners
   are never tracked and never join the set.
 * Expand: a connected non-learner outside the set whose ack >= confirm offset and >= the last
-  epoch's start is proposed for the set.  Shrink: members not caught up for
-  ``haMaxTimeSlaveNotCatchup``, members never seen, and disconnected members are proposed out.
+  epoch's start is proposed for the set.  Shrink: a member is proposed out at once when its
+  connection drops, and at the next check when it has not been caught up for
+  ``haMaxTimeSlaveNotCatchup`` (a member never caught up counts from the tracker's creation,
+  so a restarted master gives its slaves that long to connect).
 * A proposal is not the set: until the controller applies it (:meth:`apply_sync_state_set`),
   the set used for acks and confirm is the **union** of the applied and proposed sets.
 * Confirm offset = min over set members (self = master max) of their acks; it **freezes**
@@ -34,9 +36,10 @@ class SlaveProgress:
 
 class SyncStateTracker:
     def __init__(self, self_id: int, sync_state_set: frozenset[int], confirm_offset: int,
-                 max_time_not_caught_up_ms: int):
+                 max_time_not_caught_up_ms: int, created_ms: int = 0):
         assert self_id in sync_state_set, (self_id, sync_state_set)
         self.self_id = self_id
+        self.created_ms = created_ms
         self.applied: frozenset[int] = sync_state_set
         self.proposed: frozenset[int] | None = None
         self.confirm_offset = confirm_offset
@@ -57,7 +60,8 @@ class SyncStateTracker:
         self.applied, self.proposed = members, None
         self.recompute_confirm(master_max)
 
-    def _propose(self, members: frozenset[int]) -> frozenset[int] | None:
+    def propose(self, members: frozenset[int]) -> frozenset[int] | None:
+        """Make ``members`` the proposal (None when it is what is already proposed or applied)."""
         current = self.proposed if self.proposed is not None else self.applied
         if members == current:
             return None
@@ -77,7 +81,7 @@ class SyncStateTracker:
             return None
         self.slaves[slave_id] = SlaveProgress(slave_id, old.learner, False, old.ack_offset, old.last_caught_up_ms)
         current = self.proposed if self.proposed is not None else self.applied
-        return self._propose(current - {slave_id}) if slave_id in current else None
+        return self.propose(current - {slave_id}) if slave_id in current else None
 
     def on_transfer(self, slave_id: int, master_max: int, now_ms: int) -> None:
         old = self.slaves[slave_id]
@@ -101,20 +105,32 @@ class SyncStateTracker:
         if old.learner or slave_id in current:
             return None
         if offset >= self.confirm_offset and offset >= last_epoch_start:
-            return self._propose(current | {slave_id})
+            return self.propose(current | {slave_id})
         return None
 
     def check_shrink(self, now_ms: int) -> frozenset[int] | None:
-        """Periodic: propose a set without members that fell behind or were never seen."""
+        """Periodic: propose a set without members that are gone or fell behind."""
         current = self.proposed if self.proposed is not None else self.applied
         keep = {self.self_id}
         for member in current - {self.self_id}:
             progress = self.slaves.get(member)
-            if progress is None or progress.last_caught_up_ms is None or not progress.connected:
+            if progress is not None and not progress.connected:
                 continue
-            if now_ms - progress.last_caught_up_ms <= self.max_time_not_caught_up_ms:
+            if now_ms - self._caught_up_at(progress) <= self.max_time_not_caught_up_ms:
                 keep.add(member)
-        return self._propose(frozenset(keep))
+        return self.propose(frozenset(keep))
+
+    def _caught_up_at(self, progress: SlaveProgress | None) -> int:
+        if progress is None or progress.last_caught_up_ms is None:
+            return self.created_ms
+        return progress.last_caught_up_ms
+
+    def shrink_deadline_ms(self) -> int | None:
+        """The earliest time :meth:`check_shrink` would drop a member that is still connected."""
+        current = self.proposed if self.proposed is not None else self.applied
+        deadlines = [self._caught_up_at(self.slaves.get(m)) + self.max_time_not_caught_up_ms + 1
+                     for m in current - {self.self_id}]
+        return min(deadlines) if deadlines else None
 
     # --- confirm offset ------------------------------------------------------------------------
     def recompute_confirm(self, master_max: int) -> int:

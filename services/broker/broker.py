@@ -67,6 +67,7 @@ class Broker:
         self.groups.load()
         self.notifier.bind_loop()
         self.store.add_append_listener(self.notifier.on_append)
+        self.store.add_visibility_listener(self.notifier.wake_all)
         replayed = self.pop.recover()
         self.timer.recover()
         self.transactions.recover()

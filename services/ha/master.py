@@ -1,36 +1,40 @@
-"""The master's side of replication for one broker: slave streams, acks, SyncStateSet, quorum.
+"""The master's side of replication for one broker: the driver around ha.replication.master_group.
 
 Rules:
 
-* One :class:`ReplicationMaster` per master broker owns the SyncStateSet tracker, the
-  SYNC_MASTER put waits, and one :class:`ha.replication.master.MasterSession` per slave
-  stream.  A newer stream of the same slave id replaces the older one, which ends.
+* The core (:class:`ha.replication.master_group.MasterGroup`) decides everything: sessions,
+  the SyncStateSet, put waits and the confirm offset.  This driver keeps only the transport
+  (one stream per slave connection), the reads that fill batches, and one timer that sleeps
+  until the core's ``next_deadline_ms()``.  It carries out each output in its order:
+  persist the confirm offset and move the store's read limit, propose the SyncStateSet
+  (``propose``: the controller's AlterSyncStateSet; without a controller the core applies
+  it itself), complete and fail put waits, close and wake streams.
 * Batches go out as soon as bytes are written to the commit log (before the master's own
   fdatasync), one epoch per batch, at most ``haTransferBatchSize`` bytes; the stream's flow
   control paces a slow slave.  An idle stream carries a heartbeat every
-  ``haSendHeartbeatInterval``.
-* Without a controller the master manages its SyncStateSet locally: a slave that caught up
-  joins at once; a member that is disconnected or not caught up leaves only after
-  ``haMaxTimeSlaveNotCatchup``.  Meanwhile the confirm offset freezes (upstream #6662), so
-  consumers never read what the set does not hold.  The confirm offset never goes back and
-  is kept in the checkpoint.
+  ``haSendHeartbeatInterval`` (the core's deadline wakes it).
+* Consumers read up to the store's read limit: nothing while the set is only the master,
+  the confirm offset otherwise (kept in the checkpoint, never going back).
 * SYNC_MASTER: :meth:`check_writable` refuses a put at once when too few replicas are in
-  sync (HA_NOT_AVAILABLE); :meth:`wait_replicated` waits for the needed acks for at most
-  ``slaveTimeout`` (SLAVE_PERSISTENCE_TIMEOUT: the message stays in the log, as upstream).
+  sync (HA_NOT_AVAILABLE); :meth:`wait_replicated` waits for the needed acks until the core
+  times the wait out after ``slaveTimeout`` (SLAVE_PERSISTENCE_TIMEOUT: the message stays in
+  the log, as upstream).
+* :meth:`stop` (the broker stops, or stops being master) closes every stream and fails every
+  waiting put with HA_NOT_AVAILABLE: a put not yet replicated is not acknowledged by a
+  broker that is no longer master.
 """
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Awaitable, Callable
 
 from ha.replication.config import BrokerRole, HaConfig
-from ha.replication.master import MasterCloseReason, MasterLogView, MasterSession, MasterSettings
+from ha.replication.master_group import GroupSettings, MasterGroup, MasterGroupOutput, MasterLog, Proposal
 from ha.replication.messages import SlaveAck, SlaveHandshake
-from ha.replication.quorum import AckNow, AckWaits, PendingAck, QuorumRejection, WaitForAcks, decide_quorum_mode
-from ha.replication.sync_state import SyncStateTracker
+from ha.replication.quorum import QuorumRejection, WaitForAcks
+from ha.replication.transfer import BatchPlan
 from metadata.status import Code, RequestRejected
 from scheduler.clock import Clock
 from services.ha.converters import batch_to_proto, decode_slave_frame, master_handshake_to_proto, queue_offset_total
@@ -40,16 +44,17 @@ from store.replica_index import IndexCursor
 
 log = logging.getLogger(__name__)
 MASTER_ID = 0
-IDLE_POLL_S = 0.2
-ACK_NOW = AckNow()
 NON_CONTROLLER_EPOCH = 1   # without a controller the master never changes: one epoch
+
+# AlterSyncStateSet: the proposal -> (applied members, set epoch), or None when refused or unanswered
+Propose = Callable[[Proposal], Awaitable["tuple[frozenset[int], int] | None"]]
 
 
 @dataclass
 class SlaveStream:
+    token: int
     slave_id: int
     address: str
-    session: MasterSession
     link: Link
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     cursor: IndexCursor = field(default_factory=IndexCursor)  # the consume-queue entries shipped so far
@@ -58,169 +63,209 @@ class SlaveStream:
 
 
 class ReplicationMaster:
-    def __init__(self, name: str, store, config: HaConfig, clock: Clock,
-                 on_confirm: Callable[[], None] = lambda: None):
+    def __init__(self, name: str, store, config: HaConfig, clock: Clock, *, self_id: int = MASTER_ID,
+                 propose: Propose | None = None, sync_state_set: frozenset[int] = frozenset(),
+                 sync_state_set_epoch: int = 0, on_confirm: Callable[[], None] = lambda: None):
+        """``propose`` given: controller mode (the set changes only through the controller)."""
         self.name, self.store, self.config, self.clock = name, store, config, clock
+        self.self_id = self_id
+        self._propose = propose
+        self.group = MasterGroup(GroupSettings(self_id, propose is not None, config), sync_state_set,
+                                 sync_state_set_epoch, store.confirm_offset, clock.monotonic_ms())
         self.streams: dict[int, SlaveStream] = {}
-        self.tracker = SyncStateTracker(MASTER_ID, frozenset({MASTER_ID}), store.confirm_offset,
-                                        config.ha_max_time_slave_not_catchup_ms)
-        self.waits = AckWaits(config.ha_max_pending_acks)
         self._futures: dict[int, asyncio.Future] = {}
-        self._ids = itertools.count(1)
         self._on_confirm = on_confirm
-        self.settings = MasterSettings(config.ha_transfer_batch_size, config.ha_send_heartbeat_interval_ms,
-                                       config.ha_housekeeping_interval_ms, config.ha_max_epoch_entries)
-        store.epochs.start_epoch(NON_CONTROLLER_EPOCH, store.commit_log_min_offset)
+        self._timer_wake = asyncio.Event()
+        self._timer: asyncio.Task | None = None
+        self._proposing: set[asyncio.Task] = set()
+        self._stopped = False
+        if propose is None:
+            store.epochs.start_epoch(NON_CONTROLLER_EPOCH, store.commit_log_min_offset)
         store.add_write_listener(self._on_written)
-        store.read_limit = self.visible_offset
+        self._limit_reads()
 
-    # --- offsets ---------------------------------------------------------------------------------
-    def local_offset(self) -> int:
-        """What the master itself holds durably enough to count as one replica."""
-        if self.store.config.flush_disk_type is FlushDiskType.SYNC_FLUSH:
-            return self.store.flushed_offset
-        return self.store.commit_log_max_offset
+    # --- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._timer = asyncio.get_running_loop().create_task(self._run_timer(), name=f"ha-master-{self.name}")
 
-    def visible_offset(self) -> int:
-        """Consumers read up to here: the confirm offset once the set has other members."""
-        if self.tracker.sync_state_set == frozenset({MASTER_ID}):
-            return self.store.commit_log_max_offset
-        return self.tracker.confirm_offset
+    async def stop(self) -> None:
+        self._stopped = True
+        self.store.remove_write_listener(self._on_written)
+        for stream in list(self.streams.values()):
+            self._close(stream, "NOT_MASTER")
+        tasks = [t for t in (self._timer, *self._proposing) if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for future in self._futures.values():
+            if not future.done():
+                future.set_exception(RequestRejected(Code.HA_NOT_AVAILABLE,
+                                                     f"broker {self.name} is no longer master"))
 
-    def view(self) -> MasterLogView:
+    # --- the master's log as the core sees it -----------------------------------------------------
+    def log(self) -> MasterLog:
         store = self.store
         max_offset = store.commit_log_max_offset
+        durable = store.flushed_offset if store.config.flush_disk_type is FlushDiskType.SYNC_FLUSH else max_offset
         last_file_start = max_offset - max_offset % store.config.mapped_file_size_commit_log
-        return MasterLogView(store.epochs.history, store.commit_log_min_offset, max_offset,
-                             max(last_file_start, store.commit_log_min_offset), self.visible_offset())
+        return MasterLog(store.epochs.history, store.commit_log_min_offset, max_offset, durable,
+                         max(last_file_start, store.commit_log_min_offset))
+
+    def visible_offset(self) -> int:
+        return self.group.visible_offset(self.log())
+
+    def _limit_reads(self) -> None:
+        alone = self.group.sync_state_set == frozenset({self.self_id})
+        self.store.set_read_limit(None if alone else self.group.tracker.confirm_offset)
 
     def _on_written(self, write_offset: int) -> None:
         for stream in self.streams.values():
             stream.wake.set()
 
-    # --- SYNC_MASTER -----------------------------------------------------------------------------
-    def _decide(self):
-        if self.config.broker_role is not BrokerRole.SYNC_MASTER:
-            return ACK_NOW  # an ASYNC_MASTER never waits: skip counting streams on every send
-        connected = sum(1 for s in self.streams.values() if not s.closed)
-        in_sync = self.tracker.in_sync_slaves(self.store.commit_log_max_offset, self.config.ha_max_gap_not_in_sync)
-        return decide_quorum_mode(self.config, 1 + connected, in_sync)
-
-    def check_writable(self) -> None:
-        decision = self._decide()
-        if decision is QuorumRejection.IN_SYNC_REPLICAS_NOT_ENOUGH:
-            raise RequestRejected(Code.HA_NOT_AVAILABLE,
-                                  f"broker {self.name}: in-sync replicas not enough "
-                                  f"(inSyncReplicas {self.config.in_sync_replicas}, "
-                                  f"connected slaves {len(self.streams)})")
-
-    async def wait_replicated(self, end_offset: int) -> None:
-        """SYNC_MASTER: return once the needed replicas hold every byte below ``end_offset``."""
-        decision = self._decide()
-        if isinstance(decision, QuorumRejection):
-            self.check_writable()
-            raise RequestRejected(Code.HA_NOT_AVAILABLE, f"broker {self.name}: {decision.value}")
-        if not isinstance(decision, WaitForAcks):
-            return
-        request_id = next(self._ids)
-        timeout_ms = self.config.slave_timeout_ms
-        if self.waits.add(PendingAck(request_id, end_offset, decision.need, self.clock.monotonic_ms() + timeout_ms)):
-            raise RequestRejected(Code.HA_NOT_AVAILABLE, f"broker {self.name}: too many puts wait for replicas "
-                                                         f"(haMaxPendingAcks {self.config.ha_max_pending_acks})")
-        future = asyncio.get_running_loop().create_future()
-        self._futures[request_id] = future
-        self._resolve_waits()
-        try:
-            async with asyncio.timeout(timeout_ms / 1000):
-                await future
-        except TimeoutError:
-            raise RequestRejected(Code.SLAVE_PERSISTENCE_TIMEOUT,
-                                  f"broker {self.name}: replicas did not ack within slaveTimeout {timeout_ms} ms") from None
-        finally:
-            self.waits.pending.pop(request_id, None)
-            self._futures.pop(request_id, None)
-
-    def _resolve_waits(self) -> None:
-        if not self.waits.pending:
-            return
-        local = self.local_offset()
-
-        def acked(offset: int) -> int:
-            count = self.tracker.acked_replicas(offset, sync_state_set_only=False)
-            return count if local >= offset else count - 1
-
-        for request_id in self.waits.satisfied(acked, self.tracker.all_members_acked):
+    # --- carrying out the core's outputs ----------------------------------------------------------
+    def _carry_out(self, out: MasterGroupOutput) -> None:
+        if out.confirm_offset is not None:
+            self.store.set_confirm_offset(out.confirm_offset)
+        self._limit_reads()
+        if out.confirm_offset is not None:
+            self._on_confirm()
+        if out.propose is not None:
+            self._start_proposal(out.propose)
+        for request_id in out.acked:
             future = self._futures.get(request_id)
             if future is not None and not future.done():
                 future.set_result(None)
+        for request_id in out.timed_out:
+            future = self._futures.get(request_id)
+            if future is not None and not future.done():
+                future.set_exception(RequestRejected(
+                    Code.SLAVE_PERSISTENCE_TIMEOUT,
+                    f"broker {self.name}: replicas did not ack within slaveTimeout {self.config.slave_timeout_ms} ms"))
+        for token, reason in out.close:
+            stream = self.streams.get(token)
+            if stream is not None:
+                self._close(stream, reason)
+        for token in out.wake:
+            stream = self.streams.get(token)
+            if stream is not None:
+                stream.wake.set()
+        self._timer_wake.set()
 
-    # --- the SyncStateSet, local (no controller) --------------------------------------------------
-    def _on_ack(self, slave_id: int, offset: int) -> None:
-        now = self.clock.now_ms()
-        history = self.store.epochs.history
-        last_start = history.last.start_offset if history.last else 0
-        before = self.tracker.confirm_offset
-        proposal = self.tracker.on_ack(slave_id, offset, self.local_offset(), last_start, now)
-        if proposal is not None:
-            log.info("%s: slave %d caught up: SyncStateSet %s", self.name, slave_id, sorted(proposal))
-            self.tracker.apply_sync_state_set(proposal, self.local_offset())
-        self._confirm_changed(before)
-        self._resolve_waits()
+    def _start_proposal(self, proposal: Proposal) -> None:
+        log.info("%s: proposing SyncStateSet %s (epoch %d)", self.name, sorted(proposal.members),
+                 proposal.based_on_epoch)
+        task = asyncio.get_running_loop().create_task(self._send_proposal(proposal))
+        self._proposing.add(task)
+        task.add_done_callback(self._proposing.discard)
 
-    def _confirm_changed(self, before: int) -> None:
-        if self.tracker.confirm_offset != before:
-            self.store.set_confirm_offset(self.tracker.confirm_offset)
-            self._on_confirm()
+    async def _send_proposal(self, proposal: Proposal) -> None:
+        try:
+            result = await self._propose(proposal)
+        except Exception as failure:  # noqa: BLE001 - an unanswered proposal is retried by the core
+            log.warning("%s: AlterSyncStateSet failed: %s", self.name, failure)
+            result = None
+        if self._stopped:
+            return
+        now = self.clock.monotonic_ms()
+        if result is None:
+            self._carry_out(self.group.refused(now))
+            return
+        members, epoch = result
+        log.info("%s: SyncStateSet %s applied (epoch %d)", self.name, sorted(members), epoch)
+        self._carry_out(self.group.applied(members, epoch, self.log(), now))
 
-    def housekeeping(self) -> None:
-        """Periodic: members disconnected or behind for haMaxTimeSlaveNotCatchup leave the set."""
-        now = self.clock.now_ms()
-        before = self.tracker.confirm_offset
-        keep = {MASTER_ID}
-        for member in self.tracker.sync_state_set - {MASTER_ID}:
-            progress = self.tracker.slaves.get(member)
-            seen = progress.last_caught_up_ms if progress else None
-            if seen is not None and now - seen <= self.config.ha_max_time_slave_not_catchup_ms:
-                keep.add(member)
-        if frozenset(keep) != self.tracker.sync_state_set:
-            log.warning("%s: SyncStateSet shrinks to %s (members behind or gone for more than %d ms)",
-                        self.name, sorted(keep), self.config.ha_max_time_slave_not_catchup_ms)
-            self.tracker.apply_sync_state_set(frozenset(keep), self.local_offset())
-        elif len(self.tracker.sync_state_set) > 1:
-            self.tracker.recompute_confirm(self.local_offset())
-        self._confirm_changed(before)
-        self._resolve_waits()
+    def adopt_sync_state_set(self, members: frozenset[int], epoch: int) -> None:
+        """A newer set from the controller's view of this group (ignored unless newer)."""
+        self._carry_out(self.group.applied(members, epoch, self.log(), self.clock.monotonic_ms()))
+
+    async def _run_timer(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            self._timer_wake.clear()
+            deadline = self.group.next_deadline_ms()
+            wake = None
+            if deadline is not None:
+                delay = max(0.0, (deadline - self.clock.monotonic_ms()) / 1000)
+                # a timer that sets the event, not asyncio.timeout: on 3.11 a cancellation that
+                # lands as the timeout fires becomes a TimeoutError, which this loop would swallow
+                wake = loop.call_later(delay, self._timer_wake.set)
+            try:
+                await self._timer_wake.wait()
+            finally:
+                if wake is not None:
+                    wake.cancel()
+            self._carry_out(self.group.tick(self.log(), self.clock.monotonic_ms()))
+            self._timer_wake.clear()
+
+    # --- SYNC_MASTER -----------------------------------------------------------------------------
+    def check_writable(self) -> None:
+        if self.config.broker_role is not BrokerRole.SYNC_MASTER:
+            return  # an ASYNC_MASTER never waits: skip counting streams on every send
+        if self.group.decide_put(self.log()) is QuorumRejection.IN_SYNC_REPLICAS_NOT_ENOUGH:
+            raise self._not_enough()
+
+    def _not_enough(self) -> RequestRejected:
+        connected = sum(1 for s in self.streams.values() if not s.closed)
+        return RequestRejected(Code.HA_NOT_AVAILABLE,
+                               f"broker {self.name}: in-sync replicas not enough (inSyncReplicas "
+                               f"{self.config.in_sync_replicas}, minInSyncReplicas {self.config.min_in_sync_replicas}, "
+                               f"SyncStateSet {sorted(self.group.sync_state_set)}, connected slaves {connected})")
+
+    async def wait_replicated(self, end_offset: int) -> None:
+        """SYNC_MASTER: return once the needed replicas hold every byte below ``end_offset``."""
+        if self.config.broker_role is not BrokerRole.SYNC_MASTER:
+            return
+        if self._stopped:
+            raise RequestRejected(Code.HA_NOT_AVAILABLE, f"broker {self.name} is no longer master")
+        log_ = self.log()
+        decision = self.group.decide_put(log_)
+        if isinstance(decision, QuorumRejection):
+            raise self._not_enough()
+        if not isinstance(decision, WaitForAcks):
+            return
+        result = self.group.wait(end_offset, decision.need, log_, self.clock.monotonic_ms())
+        if isinstance(result, QuorumRejection):
+            raise RequestRejected(Code.HA_NOT_AVAILABLE, f"broker {self.name}: too many puts wait for replicas "
+                                                         f"(haMaxPendingAcks {self.config.ha_max_pending_acks})")
+        request_id, out = result
+        future = asyncio.get_running_loop().create_future()
+        self._futures[request_id] = future
+        try:
+            self._carry_out(out)
+            await future
+        finally:
+            self.group.forget(request_id)
+            self._futures.pop(request_id, None)
 
     # --- one slave stream ------------------------------------------------------------------------
     async def serve(self, link: Link, handshake: SlaveHandshake) -> None:
         """One slave's connection, from its handshake until either side ends it."""
-        session = MasterSession(self.settings, self.clock.now_ms())
-        reply = session.on_handshake(handshake, self.view(), self.clock.now_ms())
-        assert not isinstance(reply, MasterCloseReason), reply
-        await link.send(master_handshake_to_proto(reply).SerializeToString())
-        stream = SlaveStream(handshake.slave_id, link.peer, session, link)
-        old = self.streams.get(handshake.slave_id)
-        if old is not None:
-            self._close(old, "REPLACED")
-        self.streams[handshake.slave_id] = stream
-        self.tracker.slave_connected(handshake.slave_id, handshake.async_learner)
+        if self._stopped:
+            return
+        token, reply, out = self.group.connect(handshake, self.log(), self.clock.monotonic_ms())
+        stream = SlaveStream(token, handshake.slave_id, link.peer, link)
+        self.streams[token] = stream
+        self._carry_out(out)
         log.info("%s: slave %d connected from %s", self.name, handshake.slave_id, stream.address)
-        reader = asyncio.create_task(self._read_acks(link, stream))
+        reader = None
         try:
+            await link.send(master_handshake_to_proto(reply).SerializeToString())
+            reader = asyncio.create_task(self._read_acks(link, stream))
             await self._send_loop(link, stream)
         except OSError as failure:
             self._close(stream, f"WRITE_FAILED: {failure}")
         finally:
             self._close(stream, "ENDED")
             self._stream_ended(stream)  # first: the reader's cancellation must not delay leaving the set
-            reader.cancel()
-            await asyncio.gather(reader, return_exceptions=True)
+            if reader is not None:
+                reader.cancel()
+                await asyncio.gather(reader, return_exceptions=True)
 
     def _stream_ended(self, stream: SlaveStream) -> None:
         log.info("%s: slave %d stream ended (%s)", self.name, stream.slave_id, stream.close_reason or "closed")
-        if self.streams.get(stream.slave_id) is stream:
-            del self.streams[stream.slave_id]
-            self.tracker.slave_disconnected(stream.slave_id)  # the set keeps it (frozen) until housekeeping
+        self.streams.pop(stream.token, None)
+        if not self._stopped:
+            self._carry_out(self.group.disconnected(stream.token, self.log(), self.clock.monotonic_ms()))
 
     async def _read_acks(self, link: Link, stream: SlaveStream) -> None:
         try:
@@ -233,13 +278,7 @@ class ReplicationMaster:
                 if decoded is None or not isinstance(decoded[1], SlaveAck):
                     self._close(stream, "BAD_FRAME")
                     return
-                result = stream.session.on_ack(decoded[1], self.view(), self.clock.now_ms())
-                if isinstance(result, MasterCloseReason):
-                    self._close(stream, result.value)
-                    return
-                if result is not None:
-                    self._on_ack(stream.slave_id, result)
-                stream.wake.set()
+                self._carry_out(self.group.on_ack(stream.token, decoded[1], self.log(), self.clock.monotonic_ms()))
         except (OSError, WireError) as failure:
             self._close(stream, f"READ_FAILED: {failure}")
 
@@ -269,45 +308,47 @@ class ReplicationMaster:
                 await asyncio.gather(writing, return_exceptions=True)
 
     async def _next_frame(self, stream: SlaveStream) -> tuple[bytes, bytes] | None:
-        """The next batch's (header, payload), or None after waiting for news (a write, an ack, a poll)."""
-        session = stream.session
+        """The next batch's (header, payload), or None after waiting for news (a write, an ack, a
+        deadline of the core)."""
         stream.wake.clear()
-        view = self.view()
-        plan = session.next_batch(view, self.clock.now_ms())
-        if isinstance(plan, MasterCloseReason):
-            self._close(stream, plan.value)
+        log_ = self.log()
+        now = self.clock.monotonic_ms()
+        plan = self.group.next_batch(stream.token, log_, now)
+        if isinstance(plan, MasterGroupOutput):
+            self._carry_out(plan)
             return None
         if plan is None:
-            # a timer that sets the event, not asyncio.timeout: on 3.11 a cancellation that
-            # lands as the timeout fires becomes a TimeoutError, which this loop would swallow
-            poll = asyncio.get_running_loop().call_later(IDLE_POLL_S, stream.wake.set)
-            try:
-                await stream.wake.wait()
-            finally:
-                poll.cancel()
+            await stream.wake.wait()
             return None
+        return self._read_batch(stream, plan, log_, now)
+
+    def _read_batch(self, stream: SlaveStream, plan: BatchPlan, log_: MasterLog, now: int) -> tuple[bytes, bytes]:
         payload = self.store.read_raw(plan.start_offset, plan.max_bytes) if plan.max_bytes else b""
         index = self.store.replication_index(stream.cursor, plan.start_offset,
                                              plan.start_offset + len(payload)) if payload else ()
-        batch = session.sent(plan, payload, view.confirm_offset, self.clock.now_ms(), index)
-        self.tracker.on_transfer(stream.slave_id, view.max_offset, self.clock.now_ms())
+        batch = self.group.sent(stream.token, plan, payload, index, log_, now)
         return batch_to_proto(batch).SerializeToString(), payload
 
     # --- status ----------------------------------------------------------------------------------
     def status(self) -> dict:
         max_offset = self.store.commit_log_max_offset
+        tracker = self.group.tracker
+        by_slave = {s.slave_id: s for s in self.streams.values() if not s.closed}
         slaves = []
-        for slave_id, progress in sorted(self.tracker.slaves.items()):
-            stream = self.streams.get(slave_id)
+        for slave_id, progress in sorted(tracker.slaves.items()):
+            stream = by_slave.get(slave_id)
+            session = self.group.session_of(stream.token) if stream else None
             slaves.append({"slaveId": slave_id, "address": stream.address if stream else "",
                            "connected": progress.connected, "learner": progress.learner,
-                           "state": stream.session.state.value if stream else "DISCONNECTED",
+                           "state": session.state.value if session else "DISCONNECTED",
                            "ackOffset": progress.ack_offset, "lagBytes": max(0, max_offset - progress.ack_offset),
-                           "inSyncStateSet": slave_id in self.tracker.sync_state_set})
+                           "inSyncStateSet": slave_id in tracker.sync_state_set})
         return {"brokerName": self.name, "role": "MASTER", "brokerRole": self.config.broker_role.value,
-                "maxOffset": max_offset, "minOffset": self.store.commit_log_min_offset,
+                "brokerId": self.self_id, "maxOffset": max_offset, "minOffset": self.store.commit_log_min_offset,
                 "queueOffsetTotal": queue_offset_total(self.store),
-                "confirmOffset": self.visible_offset(), "syncStateSet": sorted(self.tracker.sync_state_set),
+                "confirmOffset": self.visible_offset(), "syncStateSet": sorted(tracker.sync_state_set),
+                "syncStateSetEpoch": self.group.sync_state_set_epoch,
+                "masterEpoch": self.store.epochs.history.last_epoch,
                 "epochs": [list(pair) for pair in self.store.epochs.history.pairs()], "slaves": slaves}
 
 

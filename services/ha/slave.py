@@ -5,12 +5,14 @@ Rules:
 * The master container's internal address is asked for on every (re)connection:
   ``haMasterAddress`` when configured, else the one the nameserver returns to the slave's
   registration.  ``HaService.Locate`` there names the container's replication port
-  (``haListenPort``), and the slave connects to it (framing in services/ha/wire.py).  A failed
-  or closed connection is retried after ``haConnectRetryInterval``; every close is logged
-  with its reason (a master's refusal with the master's words).
+  (``haListenPort``), and the slave connects to it (framing in services/ha/wire.py), each step
+  within ``haConnectTimeoutMillis``.  A failed or closed connection is retried after
+  ``haConnectRetryInterval``; every close is logged with its reason (a master's refusal with
+  the master's words).  A master whose epoch is older than the one the controller announced
+  (``known_master_epoch``) is fenced.
 * A pipeline on three threads: batch N+2 arrives (the link's thread) while N+1 is checked
   on the event loop (``MessageStore.stage_raw``) and N is written by the writer thread.
-  Runs are committed in order as their writes finish; at most ``MAX_WRITES_IN_FLIGHT``
+  Runs are committed in order as their writes finish; at most ``haMaxWritesInFlight``
   wait.  A truncation or an epoch change first waits for every write; a failed write
   abandons the runs staged after the log's end and closes the connection.
 * Each output of :class:`ha.replication.slave.SlaveSession` is carried out in its order:
@@ -18,6 +20,8 @@ Rules:
   (fsynced), append the payload, set the confirm offset, then send.  An empty slave whose
   resume point is not its own start first moves its empty log there
   (``MessageStore.start_empty_at``).
+* The session's ``next_deadline_ms()`` wakes the driver for acks and the silence check.
+  Consumers of the slave read up to its confirm offset (the store's read limit).
 * Acks are sent by one task, coalesced: an ack never reports an offset before it is
   committed, nor under SYNC_FLUSH before it is fdatasynced, while the stream keeps
   receiving (the flush of one batch overlaps the copy of the next).
@@ -46,17 +50,14 @@ from store.errors import StoreError
 from store.replica_index import StagedRun
 
 log = logging.getLogger(__name__)
-TICK_S = 1.0
-CONNECT_TIMEOUT_S = 5.0
-MAX_WRITES_IN_FLIGHT = 2
 
 
 class ReplicationSlave:
     def __init__(self, name: str, slave_id: int, store, config: HaConfig, clock: Clock,
-                 master_address: Callable[[], Awaitable[str | None]], retry_interval_ms: int = 1000):
+                 master_address: Callable[[], Awaitable[str | None]], known_master_epoch: int = 0):
         self.name, self.slave_id, self.store, self.config, self.clock = name, slave_id, store, config, clock
         self.master_address = master_address
-        self.retry_interval_ms = retry_interval_ms
+        self.known_master_epoch = known_master_epoch
         self.settings = SlaveSettings(slave_id, config.sync_from_last_file, config.async_learner,
                                       config.ha_send_heartbeat_interval_ms, config.ha_housekeeping_interval_ms)
         self.session: SlaveSession | None = None
@@ -71,7 +72,9 @@ class ReplicationSlave:
         self._write_failure: BaseException | None = None
         self._committed = asyncio.Event()
         self._task: asyncio.Task | None = None
-        store.read_limit = lambda: store.confirm_offset
+        self._link: Link | None = None
+        self.master_client_endpoint = ""   # the master container's client endpoint for this group (Locate)
+        store.set_read_limit(store.confirm_offset)
 
     # --- lifecycle -------------------------------------------------------------------------------
     def start(self) -> None:
@@ -100,7 +103,7 @@ class ReplicationSlave:
                     self._closed(f"CONNECTION_FAILED: {failure}")
                 except StoreError as failure:
                     self._closed(f"STORE_FAILED: {failure}")
-            await asyncio.sleep(self.retry_interval_ms / 1000)
+            await asyncio.sleep(self.config.ha_connect_retry_interval_ms / 1000)
 
     def _closed(self, reason: str) -> None:
         if reason != self.last_close:
@@ -113,24 +116,28 @@ class ReplicationSlave:
     async def _replicate(self, address: str) -> None:
         host, port = await self._locate(address)
         loop = asyncio.get_running_loop()
-        sock = await loop.run_in_executor(None, socket.create_connection, (host, port), CONNECT_TIMEOUT_S)
+        sock = await loop.run_in_executor(None, socket.create_connection, (host, port),
+                                          self.config.ha_connect_timeout_ms / 1000)
         link = Link(sock)
         store = self.store
         session = SlaveSession(self.settings, store.epochs.history, store.commit_log_min_offset,
-                               store.commit_log_max_offset, store.confirm_offset)
+                               store.commit_log_max_offset, store.confirm_offset, self.known_master_epoch)
+        self._link = link
         self.session = session
         self.connected_to = f"{host}:{port}"
         self._ack_target = 0
+        hello = session.connected(self.clock.now_ms())
         acks = asyncio.create_task(self._send_acks(link))
         ticker = asyncio.create_task(self._tick(session, link))
         try:
             await link.send_preamble()
-            await self._write(link, session.connected(self.clock.now_ms()))
+            await self._write(link, hello)
             await self._receive(link, session)
         finally:
             for task in (acks, ticker):
                 task.cancel()
             await asyncio.gather(acks, ticker, return_exceptions=True)
+            self._link = None
             await link.aclose()
             await self._drain()
             if session.state is not SlaveState.READY:
@@ -143,9 +150,10 @@ class ReplicationSlave:
         """The master container's replication port for this group (HaService.Locate)."""
         async with grpc.aio.insecure_channel(address) as channel:
             reply = await pb_grpc.HaServiceStub(channel).Locate(pb.LocateRequest(broker_name=self.name),
-                                                                timeout=CONNECT_TIMEOUT_S)
+                                                                timeout=self.config.ha_connect_timeout_ms / 1000)
         if not 0 < reply.ha_port < 65536:
             raise WireError(f"Locate answered port {reply.ha_port}")
+        self.master_client_endpoint = reply.client_endpoint
         return address.rsplit(":", 1)[0], reply.ha_port
 
     async def _receive(self, link: Link, session: SlaveSession) -> None:
@@ -198,6 +206,7 @@ class ReplicationSlave:
             await self._stage(out.append, link)
         if out.confirm_offset is not None:
             store.set_confirm_offset(out.confirm_offset)
+            store.set_read_limit(out.confirm_offset)
         await self._write(link, out)
 
     # --- the write pipeline ------------------------------------------------------------------------
@@ -206,7 +215,7 @@ class ReplicationSlave:
         future = asyncio.get_running_loop().run_in_executor(self._writer, run.write)
         self._writes.append((run, future))
         future.add_done_callback(lambda _: self._commit_written(link))
-        if len(self._writes) > MAX_WRITES_IN_FLIGHT:
+        if len(self._writes) > self.config.ha_max_writes_in_flight:
             await asyncio.wait([self._writes[0][1]])
 
     def _commit_written(self, link: Link | None) -> None:
@@ -260,7 +269,10 @@ class ReplicationSlave:
 
     async def _tick(self, session: SlaveSession, link: Link) -> None:
         while True:
-            await asyncio.sleep(TICK_S)
+            deadline = session.next_deadline_ms()
+            if deadline is None:  # back to READY: this connection is over
+                return
+            await asyncio.sleep(max(0.0, (deadline - self.clock.now_ms()) / 1000))
             out = session.tick(self.clock.now_ms())
             if out.closed is not None:
                 link.shutdown()

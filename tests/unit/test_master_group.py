@@ -1,0 +1,139 @@
+"""The master's replica group core (ha.replication.master_group): one rule for the SyncStateSet,
+the put waits, the confirm offset and the deadlines, without sockets or clocks."""
+from __future__ import annotations
+
+import pytest
+
+from ha.epochs import EpochHistory
+from ha.replication.config import BrokerRole, HaConfig
+from ha.replication.master_group import GroupSettings, MasterGroup, MasterLog, Proposal
+from ha.replication.messages import SlaveAck, SlaveHandshake
+from ha.replication.quorum import ALL_IN_SYNC_STATE_SET, AckNow, QuorumRejection, WaitForAcks
+
+EPOCHS = EpochHistory.from_pairs([(1, 0)])
+
+
+def log(max_offset: int, durable: int | None = None) -> MasterLog:
+    return MasterLog(EPOCHS, 0, max_offset, max_offset if durable is None else durable, 0)
+
+
+def group(controller: bool = False, members=(1,), self_id: int = 1, now: int = 0, **ha) -> MasterGroup:
+    config = HaConfig(broker_role=BrokerRole.SYNC_MASTER, total_replicas=3, ha_max_time_slave_not_catchup_ms=1000,
+                      ha_send_heartbeat_interval_ms=500, ha_housekeeping_interval_ms=2000, slave_timeout_ms=300,
+                      **ha)
+    return MasterGroup(GroupSettings(self_id, controller, config, retry_ms=200), frozenset(members), 3, 0, now)
+
+
+def connect(g: MasterGroup, slave_id: int, at: int, now: int = 0) -> int:
+    token, reply, _ = g.connect(SlaveHandshake(slave_id), log(at), now)
+    g.on_ack(token, SlaveAck(reply.min_offset if at == 0 else at), log(at), now)  # first ack: resume point
+    return token
+
+
+def test_local_mode_applies_an_expansion_at_once_and_confirms_by_the_slowest_member():
+    g = group(controller=False, members=(1,))
+    token = connect(g, 2, 0)
+    out = g.on_ack(token, SlaveAck(1000), log(1000), 10)
+    assert out.propose is None and g.applied_sync_state_set == frozenset({1, 2})
+    assert g.tracker.confirm_offset == 1000
+    assert g.visible_offset(log(1500)) == 1000      # the set has another member: its ack bounds reads
+
+
+def test_controller_mode_proposes_and_uses_the_union_until_applied():
+    g = group(controller=True, members=(1,), all_ack_in_sync_state_set=True)
+    token = connect(g, 2, 0)
+    out = g.on_ack(token, SlaveAck(1000), log(1000), 10)
+    assert out.propose == Proposal(frozenset({1, 2}), 3)
+    assert g.sync_state_set == frozenset({1, 2}) and g.applied_sync_state_set == frozenset({1})
+    assert g.decide_put(log(1000)) == WaitForAcks(ALL_IN_SYNC_STATE_SET)   # #5663: the union counts
+    out = g.applied(frozenset({1, 2}), 4, log(1000), 20)
+    assert g.applied_sync_state_set == frozenset({1, 2}) and g.sync_state_set_epoch == 4
+    assert g.applied(frozenset({1}), 4, log(1000), 30).propose is None     # an old reply: ignored
+    assert g.applied_sync_state_set == frozenset({1, 2})
+
+
+def test_a_disconnected_member_is_proposed_out_and_still_needed_until_the_controller_agrees():
+    g = group(controller=True, members=(1, 2), all_ack_in_sync_state_set=True)
+    token = connect(g, 2, 1000)
+    request_id, _ = g.wait(1200, ALL_IN_SYNC_STATE_SET, log(1200), 10)
+    out = g.disconnected(token, log(1200), 20)
+    assert out.propose == Proposal(frozenset({1}), 3)
+    assert request_id not in g.log_grew(log(1200), 25).acked          # slave 2 may still be elected
+    out = g.applied(frozenset({1}), 4, log(1200), 30)
+    assert out.acked == (request_id,)                                   # the set is {1}: self holds it
+
+
+def test_a_refused_proposal_is_made_again_after_the_retry_interval():
+    g = group(controller=True, members=(1, 2))
+    token = connect(g, 2, 1000)
+    assert g.disconnected(token, log(1000), 0).propose is not None
+    assert g.refused(5).propose is None
+    assert g.next_deadline_ms() == 205
+    assert g.tick(log(1000), 100).propose is None
+    assert g.tick(log(1000), 205).propose == Proposal(frozenset({1}), 3)
+
+
+@pytest.mark.parametrize("need, acks, durable, done", [
+    (2, {2: 1000}, 1000, True),
+    (2, {2: 1000}, 500, False),            # the master itself holds only 500 durably
+    (3, {2: 1000, 3: 999}, 1000, False),
+    (3, {2: 1000, 3: 1000}, 1000, True),
+    (ALL_IN_SYNC_STATE_SET, {2: 1000}, 1000, False),   # member 3 has not acked
+    (ALL_IN_SYNC_STATE_SET, {2: 1000, 3: 1200}, 1000, True),
+])
+def test_put_waits_count_the_master_only_for_what_it_holds_durably(need, acks, durable, done):
+    g = group(controller=True, members=(1, 2, 3))
+    tokens = {slave: connect(g, slave, 0) for slave in (2, 3)}
+    request_id, _ = g.wait(1000, need, log(1300, durable), 0)
+    acked = ()
+    for slave, offset in acks.items():
+        acked += g.on_ack(tokens[slave], SlaveAck(offset), log(1300, durable), 1).acked
+    assert (request_id in acked) is done
+
+
+def test_waits_time_out_at_slave_timeout_and_are_bounded():
+    g = group(controller=True, members=(1, 2), ha_max_pending_acks=1)
+    request_id, _ = g.wait(1000, 2, log(1000), 100)
+    assert g.wait(1100, 2, log(1100), 100) is QuorumRejection.SLAVE_NOT_AVAILABLE
+    assert g.next_deadline_ms() <= 400
+    assert g.tick(log(1000), 399).timed_out == ()
+    assert g.tick(log(1000), 400).timed_out == (request_id,)
+
+
+def test_a_member_not_caught_up_for_the_limit_is_proposed_out_at_its_deadline():
+    g = group(controller=True, members=(1, 2))
+    token = connect(g, 2, 0)
+    plan = g.next_batch(token, log(1000), 0)
+    g.sent(token, plan, b"x" * plan.max_bytes, (), log(1000), 0)
+    g.on_ack(token, SlaveAck(1000), log(1000), 0)            # caught up at 0
+    assert g.tick(log(1000), 1000).propose is None
+    assert g.next_deadline_ms() <= 1001
+    assert g.tick(log(2000), 1001).propose == Proposal(frozenset({1}), 3)
+
+
+def test_a_restarted_master_gives_its_members_the_limit_to_connect():
+    g = group(controller=True, members=(1, 2), now=5000)
+    assert g.tick(log(0), 5500).propose is None
+    assert g.tick(log(0), 6001).propose == Proposal(frozenset({1}), 3)
+
+
+def test_a_newer_connection_of_a_slave_replaces_the_older():
+    g = group()
+    first = connect(g, 2, 0)
+    second, _, out = g.connect(SlaveHandshake(2), log(0), 5)
+    assert out.close == ((first, "REPLACED"),)
+    assert g.disconnected(first, log(0), 6).propose is None and g.slave_id_of(second) == 2
+
+
+def test_idle_connections_are_woken_for_heartbeats():
+    g = group()
+    token = connect(g, 2, 0)
+    assert g.next_deadline_ms() == 500
+    assert token in g.tick(log(0), 500).wake
+
+
+def test_controller_mode_put_decisions_follow_the_set_size():
+    g = group(controller=True, members=(1,), all_ack_in_sync_state_set=True, min_in_sync_replicas=1)
+    assert g.decide_put(log(0)) == AckNow()
+    g2 = group(controller=True, members=(1,), min_in_sync_replicas=2)
+    assert g2.decide_put(log(0)) is QuorumRejection.IN_SYNC_REPLICAS_NOT_ENOUGH

@@ -48,6 +48,7 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "relaymq_replication_confirm_offset_bytes": (GAUGE, "Confirm offset: consumers read up to here"),
     "relaymq_replication_epoch": (GAUGE, "Latest epoch in this replica's epoch history"),
     "relaymq_replication_sync_state_set_size": (GAUGE, "Replicas in the master's SyncStateSet, the master included"),
+    "relaymq_replication_sync_state_set_epoch": (GAUGE, "Epoch of the master's SyncStateSet (bumped at every change)"),
     "relaymq_replication_slave_connected": (GAUGE, "Master side: 1 while the slave's replication stream is open"),
     "relaymq_replication_slave_in_sync": (GAUGE, "Master side: 1 while the slave is in the SyncStateSet"),
     "relaymq_replication_slave_acked_offset_bytes": (GAUGE, "Master side: commit-log offset the slave acknowledged"),
@@ -77,6 +78,8 @@ def broker_samples(broker: str, broker_id: int, role: str) -> list[Sample]:
 
 
 def _epoch(status: Mapping) -> int:
+    if "masterEpoch" in status:
+        return int(status["masterEpoch"])
     epochs = status.get("epochs") or []
     return int(epochs[-1][0]) if epochs else 0
 
@@ -87,6 +90,8 @@ def master_samples(broker: str, status: Mapping, lag_messages: Callable[[int], i
                _sample("relaymq_replication_confirm_offset_bytes", status["confirmOffset"], broker=broker, broker_id=0),
                _sample("relaymq_replication_epoch", _epoch(status), broker=broker, broker_id=0),
                _sample("relaymq_replication_sync_state_set_size", len(status.get("syncStateSet", ())), broker=broker)]
+    if "syncStateSetEpoch" in status:
+        samples.append(_sample("relaymq_replication_sync_state_set_epoch", status["syncStateSetEpoch"], broker=broker))
     for slave in status.get("slaves", ()):
         labels = {"broker": broker, "slave_id": slave["slaveId"]}
         lag_bytes = max(0, status["maxOffset"] - slave["ackOffset"])

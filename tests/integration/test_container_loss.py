@@ -85,6 +85,12 @@ def test_one_container_killed(pair):
     wait_until(lambda: metric(metrics_port, "relaymq_replication_master_connected", broker="broker-b", broker_id="1") == 0,
                what="master_connected to drop")
     assert send(first.endpoint, 10) == 10  # broker-a takes writes with its slave gone
+    reader = RawClient(first.endpoint)
+    try:  # and its consumers read them: the closed slave left the SyncStateSet, the confirm offset moves
+        got = wait_until(lambda: reader.receive(GROUP, TOPIC, "broker-a", poll_s=1), timeout_s=10, what="messages readable")
+        assert got
+    finally:
+        reader.close()
 
     progress = admin(pair, "consumer-progress", "-g", GROUP, "-t", TOPIC)
     groups = {g["brokerName"]: g for g in progress["groups"]}

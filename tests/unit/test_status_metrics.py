@@ -11,7 +11,7 @@ from services.status_metrics import (StatusMetrics, broker_samples, controller_s
                                      nameserver_samples, slave_samples)
 
 MASTER_STATUS = {"role": "MASTER", "maxOffset": 5000, "confirmOffset": 4000, "syncStateSet": [0, 1],
-                 "epochs": [[1, 0], [3, 2048]],
+                 "epochs": [[1, 0], [3, 2048]], "syncStateSetEpoch": 6,
                  "slaves": [{"slaveId": 1, "connected": True, "inSyncStateSet": True, "ackOffset": 4000},
                             {"slaveId": 2, "connected": False, "inSyncStateSet": False, "ackOffset": 5000}]}
 
@@ -39,6 +39,9 @@ def test_master_samples_per_slave_and_lag_counted_only_when_behind():
     assert asked == [4000]  # the caught-up slave costs no store lookup
     assert found[("relaymq_replication_slave_in_sync", one)] == 1
     assert found[("relaymq_replication_sync_state_set_size", (("broker", "broker-a"),))] == 2
+    assert found[("relaymq_replication_sync_state_set_epoch", (("broker", "broker-a"),))] == 6
+    assert values(master_samples("broker-a", {**MASTER_STATUS, "masterEpoch": 9}, lambda o: 0))[
+        ("relaymq_replication_epoch", (("broker", "broker-a"), ("broker_id", "0")))] == 9
     assert found[("relaymq_replication_epoch", (("broker", "broker-a"), ("broker_id", "0")))] == 3
     assert found[("relaymq_replication_confirm_offset_bytes", (("broker", "broker-a"), ("broker_id", "0")))] == 4000
 

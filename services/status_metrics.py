@@ -62,7 +62,7 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "relaymq_controller_leader": (GAUGE, "1 while this controller member is the serving leader"),
     "relaymq_controller_term": (GAUGE, "Raft term of this controller member"),
     "relaymq_controller_committed_index": (GAUGE, "Raft commit index of this controller member"),
-    "relaymq_controller_elections": (COUNTER, "Elections this controller member started (became candidate)"),
+    "relaymq_controller_elections": (COUNTER, "Terms this controller member campaigned in (seen at its role changes)"),
     "relaymq_controller_leader_changes": (COUNTER, "Times this controller member saw the leader change"),
 }
 

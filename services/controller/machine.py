@@ -37,7 +37,7 @@ class ControllerMachine:
         self.ready_term: int | None = None
         self.applied_index = 0
         self.applied_events = 0
-        self.elections = 0  # times this member became candidate (metrics)
+        self.elections = 0  # terms this member campaigned in, seen at role changes (metrics)
         self.leader_changes = 0  # times the known leader changed (metrics)
 
     @property
@@ -45,8 +45,8 @@ class ControllerMachine:
         return self.soft.role == Role.LEADER and self.ready_term == self.term
 
     def role_changed(self, soft: SoftState, term: int) -> None:
-        if soft.role == Role.CANDIDATE and self.soft.role != Role.CANDIDATE:
-            self.elections += 1
+        if term > self.term and soft.role in (Role.CANDIDATE, Role.LEADER):
+            self.elections += 1  # a term this member campaigned in (a one-member group wins in the same step)
         if soft.leader_id != self.soft.leader_id and soft.leader_id is not None:
             self.leader_changes += 1
         self.soft, self.term = soft, term

@@ -50,23 +50,6 @@ def _metrics_sink() -> grpc.GenericRpcHandler:
     return grpc.method_handlers_generic_handler("opentelemetry.proto.collector.metrics.v1.MetricsService", {"Export": handler})
 
 
-class GenericHandlersOnly:
-    """The generated ``add_..._to_server`` also registers every method with the core.  grpc.aio
-    then keeps one pending request-call future per registered method and ``asyncio.wait``s on
-    all of them (22 for MessagingService) for every incoming call; with the generic handler
-    alone it waits on one, as a bare echo server does.  Method paths and handlers are the same.
-    Every service on the client endpoint (the health service too) is added through it."""
-
-    def __init__(self, server: grpc.aio.Server):
-        self._server = server
-
-    def add_generic_rpc_handlers(self, handlers) -> None:
-        self._server.add_generic_rpc_handlers(handlers)
-
-    def add_registered_method_handlers(self, service_name: str, handlers) -> None:
-        pass
-
-
 def bad_request_answers() -> dict[str, object]:
     """Method path -> (details -> the method's response with status BAD_REQUEST), for every
     MessagingService method with a single request."""

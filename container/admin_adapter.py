@@ -51,7 +51,8 @@ class ContainerAdmin:
         return registry.snapshot() if registry is not None else []
 
     def _hosted(self, broker_name: str, broker_id: int):
-        hosted = self.container.hosted.get(f"{broker_name}#{broker_id}")
+        hosted = next((h for h in self.container.hosted.values() if h.name == broker_name and h.broker.broker_id == broker_id),
+                      None)
         if hosted is None:
             raise BrokerNotExistError(f"Broker not exist: {broker_name} with brokerId {broker_id}")
         return hosted

@@ -1,13 +1,8 @@
-"""The container as the client protocol sees it: which broker serves a request, and routes.
+"""The container as the client protocol sees it: its brokers and the cluster's routes.
 
-Rules:
-- A send goes to a local master that has the topic (the client chose this container from
-  the route); with several, the first in configuration order that has it.
-- A receive, ack or invisibility change names its broker; the local broker of that name
-  serves it (the master when both master and slave of a group are here).
-- Routes come from the nameserver (every container of the cluster, with the client
-  endpoints, plaintext and TLS, of the container hosting each broker); when the nameserver
-  cannot be reached the container answers from its own brokers rather than failing the client.
+Composition only: the rules (which broker serves a call, the routes when the nameserver is
+down) are services.messaging.broker_choice's; this adapter hands them the hosted brokers.
+:meth:`ContainerDirectory.pinned` is the same directory seen from one broker's own endpoint.
 """
 from __future__ import annotations
 
@@ -15,6 +10,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from services.broker.api import BrokerApi, QueueRoute, TransactionCheck
+from services.messaging.broker_choice import LocalBroker, broker_for_send, broker_named, local_routes
 
 if TYPE_CHECKING:
     from container.runtime import BrokerContainer
@@ -33,32 +29,38 @@ class _ForwardingSink:
 
 
 class ContainerDirectory:
-    def __init__(self, container: "BrokerContainer"):
+    def __init__(self, container: "BrokerContainer", pinned: str | None = None, sink: _ForwardingSink | None = None):
         self.container = container
-        self.sink = _ForwardingSink()
+        self.pinned_name = pinned
+        self.sink = sink or _ForwardingSink()
         self.registry = None
 
     def attach_registry(self, registry) -> None:
         self.registry = registry
         self.sink.target = registry
 
+    def pinned(self, broker_name: str) -> "ContainerDirectory":
+        """The directory of calls that arrived on ``broker_name``'s own endpoint."""
+        view = ContainerDirectory(self.container, broker_name, self.sink)
+        view.registry = self.registry
+        return view
+
     def _hosted(self):
         return list(self.container.hosted.values())
 
+    def _views(self, hosted) -> list[LocalBroker]:
+        return [LocalBroker(h.name, h.broker.broker_id, h.is_master, h.spec.broker.auto_create_topic_enable,
+                            h.broker.topics.get) for h in hosted]
+
     def local_broker(self, broker_name: str) -> BrokerApi | None:
-        candidates = [h for h in self._hosted() if h.name == broker_name]
-        candidates.sort(key=lambda h: h.spec.broker.broker_id)
-        return candidates[0].broker if candidates else None
+        hosted = self._hosted()
+        index = broker_named(self._views(hosted), broker_name)
+        return hosted[index].broker if index is not None else None
 
     def local_master_for_topic(self, topic: str) -> BrokerApi | None:
-        masters = [h for h in self._hosted() if h.is_master]
-        for hosted in masters:
-            if topic in hosted.broker.topic_table().topics:
-                return hosted.broker
-        for hosted in masters:
-            if hosted.spec.broker.auto_create_topic_enable:
-                return hosted.broker
-        return None
+        hosted = self._hosted()
+        index = broker_for_send(self._views(hosted), topic, self.pinned_name)
+        return hosted[index].broker if index is not None else None
 
     async def route(self, topic: str) -> list[QueueRoute]:
         registration = self.container.registration
@@ -73,12 +75,4 @@ class ContainerDirectory:
         ip, ports = self.container.config.broker_container_ip, self.container.ports
         endpoint = (ip, ports.get("client", self.container.config.grpc_server_port))
         tls_endpoint = (ip, ports["tls"]) if "tls" in ports else None
-        routes: list[QueueRoute] = []
-        for hosted in self._hosted():
-            config = hosted.broker.topic_table().topics.get(topic)
-            if config is None or not hosted.is_master:
-                continue
-            for queue_id in range(config.queue_nums):
-                routes.append(QueueRoute(topic, queue_id, hosted.name, hosted.spec.broker.broker_id, config.perm,
-                                         config.accepts(), endpoint, tls_endpoint))
-        return routes
+        return local_routes(self._views(self._hosted()), topic, endpoint, tls_endpoint)

@@ -3,9 +3,13 @@
 Rules (reference 1.2 and 1.4):
 - A broker's keys bind to ``BrokerConfig`` and ``StoreConfig``; any other key is an error
   naming the file and key (RocketMQ keys RelayMQ knowingly ignores are only logged).
-- Outside controller mode a master has ``brokerId`` 0 and a slave a ``brokerId`` > 0.
-- Its store lives in ``{container root}/{brokerName}-{brokerId}`` unless
-  ``storePathRootDir`` is given; no two brokers of one container share a store directory.
+- Outside controller mode a master has ``brokerId`` 0 and a slave a ``brokerId`` > 0.  With
+  ``enableControllerMode`` the controller gives the id and the role: ``brokerRole`` is
+  refused, a configured ``brokerId`` is ignored (RocketMQ's samples set -1), and a master
+  acknowledges like a SYNC_MASTER (``allAckInSyncStateSet`` or ``inSyncReplicas``).
+- Its store lives in ``{container root}/{brokerName}-{brokerId}`` (controller mode:
+  ``{container root}/{brokerName}``) unless ``storePathRootDir`` is given; no two brokers of
+  one container share a store directory.
 - Opening order: the store directory's lock (``store.directory_lock``: a second process on
   the same store is refused before it reads anything), the store (recovery), then the broker
   on top of it; closing is the reverse, the store is flushed and fsynced, and the lock is
@@ -25,9 +29,10 @@ from services.broker.api import TransactionCheckSink
 from services.broker.broker import Broker
 from services.broker.config import BrokerConfig, BrokerRole
 from scheduler.periodic import PeriodicTasks
-from services.ha.master import ReplicationMaster
+from ha.role.fence import PauseFence
 from services.ha.metadata_sync import MetadataSync
-from services.ha.slave import ReplicationSlave
+from services.ha.replica import BrokerReplica
+from services.replicas.manager import ReplicasManager
 from store.config import StoreConfig
 from store.directory_lock import DirectoryLock, lock_directory
 from store.message_store import MessageStore
@@ -59,18 +64,43 @@ def bind_broker(entry: BrokerEntry, container: ContainerConfig) -> BrokerSpec:
             raise ConfigError(entry.where, key, "unknown key")
         log.warning("%s: %s is a RocketMQ key RelayMQ ignores", entry.where, key)
         del values[key]
+    controller_mode = _controller_mode(values, entry.where)
     broker = bind(BrokerConfig, values, entry.where)
     if "storePathRootDir" not in values:
-        values["storePathRootDir"] = str(container.store_path_root_dir / f"{broker.broker_name}-{broker.broker_id}")
+        folder = broker.broker_name if controller_mode else f"{broker.broker_name}-{broker.broker_id}"
+        values["storePathRootDir"] = str(container.store_path_root_dir / folder)
     store = bind(StoreConfig, values, entry.where)
     if not store.store_path_root_dir.is_absolute():
         store = bind(StoreConfig, {**values, "storePathRootDir": str(Path.cwd() / store.store_path_root_dir)}, entry.where)
-    _check_role(broker, entry.where)
+    if not controller_mode:
+        _check_role(broker, entry.where)
     try:
         ha = bind(HaConfig, values, entry.where)
     except ConfigError as failure:
         raise ConfigError(entry.where, failure.key, failure.reason) from None
     return BrokerSpec(broker, store, ha, entry.where)
+
+
+def _controller_mode(values: dict, where: str) -> bool:
+    """Controller mode's rules on the raw keys (changes ``values``): no brokerRole, brokerId
+    ignored, a master is a SYNC_MASTER, controllerAddr must name host:port members."""
+    enabled = bind(BrokerConfig, {k: v for k, v in values.items() if k == "enableControllerMode"}, where)
+    if not enabled.enable_controller_mode:
+        return False
+    if "brokerRole" in values:
+        raise ConfigError(where, "brokerRole", "not with enableControllerMode: the controller gives the role")
+    if "brokerId" in values:
+        log.info("%s: brokerId %s is ignored with enableControllerMode: the controller assigns ids",
+                 where, values.pop("brokerId"))
+    values["brokerRole"] = "SYNC_MASTER"
+    addresses = [a.strip() for a in str(values.get("controllerAddr", "")).split(";") if a.strip()]
+    if not addresses:
+        raise ConfigError(where, "controllerAddr", "required with enableControllerMode (host:port;host:port...)")
+    for address in addresses:
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ConfigError(where, "controllerAddr", f"{address!r} is not host:port")
+    return True
 
 
 def _check_role(broker: BrokerConfig, where: str) -> None:
@@ -99,9 +129,10 @@ class HostedBroker:
     spec: BrokerSpec
     store: MessageStore
     broker: Broker
-    replication: ReplicationMaster | ReplicationSlave | None = None
+    replica: BrokerReplica
     metadata_sync: MetadataSync | None = None
     tasks: PeriodicTasks | None = None
+    manager: ReplicasManager | None = None  # controller mode
     lock: DirectoryLock | None = None
 
     @property
@@ -110,12 +141,18 @@ class HostedBroker:
 
     @property
     def is_master(self) -> bool:
-        return self.spec.broker.is_master
+        return self.replica.is_master
+
+    @property
+    def controller_mode(self) -> bool:
+        return self.spec.broker.enable_controller_mode
 
 
 async def open_broker(spec: BrokerSpec, clock: Clock, sink: TransactionCheckSink) -> HostedBroker:
-    """Raises ``DirectoryLocked`` when another process holds the store."""
-    lock = lock_directory(spec.store.store_path_root_dir, f"relaymq broker {spec.canonical_name}")
+    """Recover the store and start the broker: a configured master is master before its first
+    call; a slave and every controller-mode broker start without a role (their replication
+    starts with :func:`start_replication`)."""
+    lock = lock_directory(spec.store.store_path_root_dir, f"relaymq broker {spec.canonical_name}")  # DirectoryLocked
     try:
         store = MessageStore(spec.store, clock.now_ms)
         report = store.start()
@@ -123,43 +160,57 @@ async def open_broker(spec: BrokerSpec, clock: Clock, sink: TransactionCheckSink
         lock.release()
         raise
     log.info("%s: store recovered: %s", spec.canonical_name, report)
-    broker = Broker(spec.broker, store, clock, sink)
+    config = spec.broker
+    fence = PauseFence(config.controller_heartbeat_timeout_ms) if config.enable_controller_mode else None
+    replica = BrokerReplica(config.broker_name, 0 if config.enable_controller_mode else config.broker_id, store,
+                            spec.ha, clock, fence)
+    broker = Broker(config, store, clock, sink, replica)
     try:
+        if config.is_master and not config.enable_controller_mode:
+            await replica.become_master()
         await broker.start()
     except BaseException:
+        await replica.stop()
         store.shutdown()
         lock.release()
         raise
-    return HostedBroker(spec, store, broker, lock=lock)
+    return HostedBroker(spec, store, broker, replica, lock=lock)
 
 
-def start_replication(hosted: HostedBroker, clock: Clock, master_address, on_topics_changed=None) -> None:
-    """A master serves its slaves' streams; a slave starts copying from ``await master_address()``
-    and syncing its metadata (topics, groups, offsets, timer checkpoint) from the same master."""
-    spec = hosted.spec
-    if spec.broker.is_master:
-        hosted.replication = ReplicationMaster(hosted.name, hosted.store, spec.ha, clock)
-        hosted.replication.start()
-        hosted.broker.replication = hosted.replication
-    else:
-        hosted.replication = ReplicationSlave(hosted.name, spec.broker.broker_id, hosted.store, spec.ha, clock,
-                                              master_address)
-        hosted.replication.start()
-        hosted.metadata_sync = MetadataSync(hosted.broker, master_address, clock, on_topics_changed)
-        hosted.tasks = PeriodicTasks(f"replication {spec.canonical_name}")
-        hosted.metadata_sync.declare_on(hosted.tasks, initial_delay_ms=1_000)
-        hosted.tasks.start()
-    hosted.broker.replication_status = hosted.replication.status
+async def start_replication(hosted: HostedBroker, clock: Clock, master_address, on_topics_changed=None) -> None:
+    """A configured slave starts copying from ``await master_address()``; every broker that may
+    be a slave syncs its metadata (topics, groups, offsets, timer checkpoint) from its master."""
+    if hosted.controller_mode:
+        return
+    if not hosted.spec.broker.is_master:
+        await hosted.replica.become_slave(master_address)
+        start_metadata_sync(hosted, clock, master_address, on_topics_changed)
+
+
+def start_metadata_sync(hosted: HostedBroker, clock: Clock, master_address, on_topics_changed=None) -> None:
+    hosted.metadata_sync = MetadataSync(hosted.broker, master_address, clock, on_topics_changed)
+    hosted.tasks = PeriodicTasks(f"replication {hosted.spec.canonical_name}")
+    hosted.metadata_sync.declare_on(hosted.tasks, initial_delay_ms=1_000)
+    hosted.tasks.start()
+
+
+def start_controller_mode(hosted: HostedBroker, address: str, heartbeat_interval_ms: int, clock: Clock,
+                          on_role_changed, on_topics_changed=None) -> None:
+    """Controller mode: the broker registers with the controller, which gives it its role."""
+    hosted.manager = ReplicasManager(hosted, address, heartbeat_interval_ms, clock, on_role_changed)
+    start_metadata_sync(hosted, clock, hosted.manager.current_master_address, on_topics_changed)
+    hosted.manager.start()
 
 
 async def close_broker(hosted: HostedBroker) -> None:
     try:
+        if hosted.manager is not None:
+            await hosted.manager.stop()
         if hosted.tasks is not None:
             await hosted.tasks.stop()
         if hosted.metadata_sync is not None:
             await hosted.metadata_sync.close()
-        if hosted.replication is not None:
-            await hosted.replication.stop()
+        await hosted.replica.stop()
         await hosted.broker.stop()
     finally:
         hosted.store.shutdown()

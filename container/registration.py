@@ -8,6 +8,10 @@ Rules:
   and TLS (``""`` without ``grpcTlsPort``): the route answers clients with the endpoint of
   the container hosting each broker, in the scheme the client connected with.
 - A nameserver that cannot be reached is logged, never fatal: brokers keep serving.
+- The id a broker registers with is its current one (0 while master, its replica id
+  otherwise): after a role change the old id is unregistered first.  A controller-mode
+  broker that has no replica id yet (it has not registered with the controller) is not
+  registered at all: nothing routes to a broker whose role nobody gave it.
 """
 from __future__ import annotations
 
@@ -26,15 +30,18 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def identity_of(hosted: HostedBroker) -> BrokerIdentity:
-    cluster, name, broker_id = hosted.spec.identity
-    return BrokerIdentity(cluster, name, broker_id)
+def identity_of(hosted: HostedBroker) -> BrokerIdentity | None:
+    """The identity routes should show now; None while a controller-mode broker has no id."""
+    if hosted.controller_mode and hosted.replica.own_id == 0:
+        return None
+    return BrokerIdentity(hosted.spec.broker.broker_cluster_name, hosted.name, hosted.broker.broker_id)
 
 
 class Registration:
     def __init__(self, container: "BrokerContainer"):
         self.container = container
         self.client = NameserverClient(container.config.namesrv_addresses)
+        self._registered: dict[int, BrokerIdentity] = {}  # id(hosted) -> the identity last registered
 
     @property
     def admin_address(self) -> str:
@@ -50,16 +57,29 @@ class Registration:
         port = self.container.ports.get("tls")
         return f"{self.container.config.broker_container_ip}:{port}" if port else ""
 
+    def broker_endpoint(self, hosted: HostedBroker) -> str:
+        """The broker's own client endpoint (its listenPort), "" when it has none."""
+        port = self.container.ports.get(f"broker:{hosted.name}")
+        return f"{self.container.config.broker_container_ip}:{port}" if port else ""
+
     async def register(self, hosted: HostedBroker) -> str:
         """Register one broker; returns its group's master address for a slave ("" if none or unknown)."""
+        identity = identity_of(hosted)
+        if identity is None:
+            return ""
+        old = self._registered.get(id(hosted))
+        if old is not None and old != identity:
+            await self._unregister_identity(old, hosted)
         try:
-            return await self.client.register_broker(
-                identity_of(hosted), self.admin_address, self.client_endpoint, hosted.broker.topic_table(),
+            master = await self.client.register_broker(
+                identity, self.admin_address, self.client_endpoint, hosted.broker.topic_table(),
                 heartbeat_timeout_ms=self.container.config.broker_not_active_timeout_ms,
-                tls_client_endpoint=self.tls_client_endpoint)
+                tls_client_endpoint=self.tls_client_endpoint, broker_endpoint=self.broker_endpoint(hosted))
         except NameserverError as exc:
             log.warning("registering %s with the nameserver failed: %s", hosted.spec.canonical_name, exc)
             return ""
+        self._registered[id(hosted)] = identity
+        return master
 
     async def register_all(self) -> None:
         for hosted in list(self.container.hosted.values()):
@@ -72,8 +92,14 @@ class Registration:
 
     async def heartbeat_all(self) -> None:
         for hosted in list(self.container.hosted.values()):
+            identity = identity_of(hosted)
+            if identity is None:
+                continue
+            if self._registered.get(id(hosted)) != identity:
+                await self.register(hosted)
+                continue
             try:
-                needs = await self.client.heartbeat(identity_of(hosted), hosted.broker.topic_table().data_version)
+                needs = await self.client.heartbeat(identity, hosted.broker.topic_table().data_version)
             except NameserverError as exc:
                 log.debug("heartbeat of %s failed: %s", hosted.spec.canonical_name, exc)
                 continue
@@ -81,8 +107,13 @@ class Registration:
                 await self.register(hosted)
 
     async def unregister(self, hosted: HostedBroker) -> None:
+        identity = self._registered.pop(id(hosted), None)
+        if identity is not None:
+            await self._unregister_identity(identity, hosted)
+
+    async def _unregister_identity(self, identity: BrokerIdentity, hosted: HostedBroker) -> None:
         try:
-            await self.client.unregister(identity_of(hosted))
+            await self.client.unregister(identity)
         except NameserverError as exc:
             log.warning("unregistering %s failed: %s", hosted.spec.canonical_name, exc)
 

@@ -25,7 +25,7 @@ from container.config import ContainerConfig
 from container.config_loader import load_config_file
 from container.directory import ContainerDirectory
 from container.hosted_broker import (BrokerSpec, HostedBroker, check_unique, close_broker, open_broker,
-                                     start_replication)
+                                     start_controller_mode, start_replication)
 from container.ports import check_ports_free
 from container.registration import Registration
 from container.security import TlsMaterial
@@ -35,11 +35,11 @@ from scheduler.clock import Clock, SystemClock
 from scheduler.periodic import PeriodicTasks
 from services.metrics import CONSUMER_LAG, REGISTRY, STORE_SIZE
 from services.status_metrics import STATUS, hosted_broker_source
-from services.ha.master import ReplicationMaster
 from services.ha.converters import MAX_FRAME_BYTES
 from services.ha.service import HaListener, add_ha_service
 from services.messaging.config import MessagingConfig
-from services.messaging.server import add_messaging_services, server_options
+from services.messaging.broker_port import Relays
+from services.messaging.server import add_broker_port, add_messaging_services, server_options
 from services.health import HealthService
 from services.request_guard import GuardedServer, RequestGuard
 
@@ -66,6 +66,8 @@ class BrokerContainer:
         self._nameserver_values = dict(nameserver_values or {})
         self._nameserver = None
         self._client_server: grpc.aio.Server | None = None
+        self._broker_servers: dict[str, grpc.aio.Server] = {}  # broker name -> its own endpoint
+        self._relays = Relays(server_options(messaging))
         self._internal_server: grpc.aio.Server | None = None
         self._ha_listener = HaListener(self.replication_master)
         self._health = HealthService()
@@ -86,6 +88,9 @@ class BrokerContainer:
             ports.append(("metricsPromExporterPort", c.metrics_host, c.metrics_port))
         if c.start_embedded_namesrv:
             ports.append(("namesrvListenPort", c.admin_bind_address, c.namesrv_listen_port))
+        for spec in self.specs:
+            if spec.broker.listen_port:
+                ports.append((f"listenPort of {spec.broker.broker_name}", c.client_bind_host, spec.broker.listen_port))
         return ports
 
     async def start(self) -> None:
@@ -95,8 +100,10 @@ class BrokerContainer:
         for spec in self.specs:
             await self._open(spec)
         await self._start_servers()
+        for hosted in self.hosted.values():
+            self._start_controller_mode(hosted)
         self._metrics_source = STATUS.add(hosted_broker_source(
-            lambda: [(h.broker, h.replication, h.store) for h in self.hosted.values()]), asyncio.get_running_loop())
+            lambda: [(h.broker, h.replica, h.store) for h in self.hosted.values()]), asyncio.get_running_loop())
         if self.config.metrics_port:
             start_http_server(self.config.metrics_port, addr=self.config.metrics_host, registry=REGISTRY)
             self.ports["metrics"] = self.config.metrics_port
@@ -123,6 +130,8 @@ class BrokerContainer:
         self._client_server = grpc.aio.server(options=server_options(self.messaging))
         self.directory.attach_registry(add_messaging_services(self._client_server, self.directory, self.messaging, self.clock,
                                                               accounts=self.accounts, guard=self.guard))
+        for hosted in self.hosted.values():
+            await self._start_broker_port(hosted)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, GuardedServer(self._client_server, self.guard))
         self.ports["client"] = self._bind(self._client_server, "grpcServerPort", self.config.client_bind_host, self.config.grpc_server_port)
         if self.tls is not None:
@@ -138,7 +147,7 @@ class BrokerContainer:
         internal = GuardedServer(self._internal_server, self.guard)
         add_admin_service(internal, ContainerAdmin(self), on_topics_changed=self._topics_changed,
                           load_config=lambda path: load_config_file(Path(path)))
-        add_ha_service(internal, self.replication_master, lambda: self._ha_listener.port)
+        add_ha_service(internal, self.replication_master, lambda: self._ha_listener.port, self.client_endpoint_for)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, internal)
         self.ports["admin"] = self._bind(self._internal_server, "listenPort", self.config.admin_bind_address, self.config.listen_port)
         try:
@@ -150,6 +159,30 @@ class BrokerContainer:
         await self._internal_server.start()
         self._ha_listener.start()
         await self._set_health(health_pb2.HealthCheckResponse.SERVING)
+
+    async def _start_broker_port(self, hosted: HostedBroker) -> None:
+        """The broker's own endpoint (listenPort): served here while master, else relayed or held."""
+        port = hosted.spec.broker.listen_port
+        if not port or hosted.name in self._broker_servers:
+            return
+        server = grpc.aio.server(options=server_options(self.messaging))
+        add_broker_port(server, hosted.replica, self.directory.pinned(hosted.name), self.messaging, self.clock,
+                        self.directory.registry, self._relays, accounts=self.accounts, guard=self.guard)
+        self.ports[f"broker:{hosted.name}"] = self._bind(server, f"listenPort of {hosted.name}",
+                                                          self.config.client_bind_host, port)
+        await server.start()
+        self._broker_servers[hosted.name] = server
+
+    async def _stop_broker_port(self, name: str, grace_s: float) -> None:
+        server = self._broker_servers.pop(name, None)
+        self.ports.pop(f"broker:{name}", None)
+        if server is not None:
+            await server.stop(grace_s)
+
+    def client_endpoint_for(self, broker_name: str) -> str:
+        """Where this container serves ``broker_name``'s clients: its listenPort, else the container's."""
+        port = self.ports.get(f"broker:{broker_name}") or self.ports.get("client", 0)
+        return f"{self.config.broker_container_ip}:{port}" if port else ""
 
     def _bind(self, server: grpc.aio.Server, key: str, host: str, port: int, credentials=None) -> int:
         try:
@@ -173,8 +206,11 @@ class BrokerContainer:
         await self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
         await self.tasks.stop()
         grace = self.config.shutdown_timeout_ms / 1000 / 2
+        for name in list(self._broker_servers):
+            await self._stop_broker_port(name, grace)
         if self._client_server is not None:
             await self._client_server.stop(grace)
+        await self._relays.close()
         if self.registration is not None:
             await self.registration.unregister_all()
         for key in list(self.hosted):
@@ -190,9 +226,24 @@ class BrokerContainer:
     async def _open(self, spec: BrokerSpec) -> HostedBroker:
         hosted = await open_broker(spec, self.clock, self.directory.sink)
         self.hosted[spec.broker.broker_name + f"#{spec.broker.broker_id}"] = hosted
-        start_replication(hosted, self.clock, lambda: self._master_address(hosted),
-                          on_topics_changed=lambda: self._topics_changed(hosted.name))
+        await start_replication(hosted, self.clock, lambda: self._master_address(hosted),
+                                on_topics_changed=lambda: self._topics_changed(hosted.name))
+        if "admin" in self.ports:  # added at runtime: the servers are up
+            await self._start_broker_port(hosted)
+            self._start_controller_mode(hosted)
         return hosted
+
+    def _start_controller_mode(self, hosted: HostedBroker) -> None:
+        if not hosted.controller_mode or hosted.manager is not None:
+            return
+        address = f"{self.config.admin_bind_address}:{self.ports['admin']}"
+        start_controller_mode(hosted, address, self.config.heartbeat_interval_ms, self.clock,
+                              on_role_changed=lambda: self._role_changed(hosted),
+                              on_topics_changed=lambda: self._topics_changed(hosted.name))
+
+    async def _role_changed(self, hosted: HostedBroker) -> None:
+        if self.registration is not None:
+            await self.registration.register(hosted)
 
     async def _master_address(self, hosted: HostedBroker) -> str | None:
         """A slave's master: ``haMasterAddress``, else what the nameserver answers its registration."""
@@ -204,8 +255,8 @@ class BrokerContainer:
 
     def replication_master(self, broker_name: str):
         for hosted in self.hosted.values():
-            if hosted.name == broker_name and isinstance(hosted.replication, ReplicationMaster):
-                return hosted.replication
+            if hosted.name == broker_name and hosted.replica.master is not None:
+                return hosted.replica.master
         return None
 
     async def add_broker(self, spec: BrokerSpec) -> HostedBroker:
@@ -223,6 +274,7 @@ class BrokerContainer:
         del self.hosted[key]
         if self.registration is not None:
             await self.registration.unregister(hosted)
+        await self._stop_broker_port(hosted.name, 0.5)
         await close_broker(hosted)
         return True
 

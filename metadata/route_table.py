@@ -65,7 +65,8 @@ class RouteTable:
 
     def register(self, identity: BrokerIdentity, address: str, client_endpoint: str, topics: TopicTable,
                  now_ms: int, heartbeat_timeout_ms: int | None = None,
-                 enable_acting_master: bool = False, tls_client_endpoint: str = "") -> Decision:
+                 enable_acting_master: bool = False, tls_client_endpoint: str = "",
+                 broker_endpoint: str = "") -> Decision:
         other_cluster = self._cluster_of(identity.broker_name)
         if other_cluster is not None and other_cluster != identity.cluster:
             return Decision((), Rejected(RouteRejection.BROKER_NAME_IN_OTHER_CLUSTER,
@@ -77,7 +78,7 @@ class RouteTable:
             identity=identity, address=address, client_endpoint=client_endpoint, topics=topics,
             heartbeat_timeout_ms=heartbeat_timeout_ms or self.options.default_heartbeat_timeout_ms,
             last_heartbeat_ms=now_ms, enable_acting_master=enable_acting_master,
-            tls_client_endpoint=tls_client_endpoint,
+            tls_client_endpoint=tls_client_endpoint, broker_endpoint=broker_endpoint,
         )
         events: list[RouteEvent] = []
         replaced = None
@@ -146,8 +147,8 @@ class RouteTable:
             queue_data = self._queue_data(topic, cluster, broker_name, members)
             if queue_data is None:
                 continue
-            addresses = {m.identity.broker_id: BrokerAddress(m.address, m.client_endpoint, m.tls_client_endpoint)
-                         for m in members}
+            addresses = {m.identity.broker_id: BrokerAddress(m.address, m.client_endpoint, m.tls_client_endpoint,
+                                                             m.broker_endpoint) for m in members}
             route = BrokerRoute(cluster, broker_name, addresses, queue_data, self._acting.get((cluster, broker_name), False))
             routes.append(self._rewrite(topic, route))
         return TopicRoute(topic, tuple(routes)) if routes else None

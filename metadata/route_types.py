@@ -6,6 +6,8 @@ Rules:
 - A broker is identified by ``(cluster, broker_name, broker_id)``; ``address`` is the internal
   (admin) address of the container hosting it and may be shared by several brokers of one
   container, so it is never used as an identity.
+- ``broker_endpoint`` is the broker's own client endpoint (its ``listenPort``), ``""`` when it
+  has none; a group's route names the broker endpoints of all its members.
 - ``client_endpoint`` is the hosting container's plaintext client endpoint and
   ``tls_client_endpoint`` its TLS one (``grpcTlsPort``), ``""`` when it has none: a client
   reuses the scheme it connected with for every endpoint it is given, so routes carry both.
@@ -48,6 +50,7 @@ class Registration:
     last_heartbeat_ms: int
     enable_acting_master: bool = False
     tls_client_endpoint: str = ""  # client gRPC host:port over TLS of the hosting container, "" when off
+    broker_endpoint: str = ""  # the broker's own client endpoint (its listenPort), "" when it has none
 
     @property
     def state_version(self) -> int:
@@ -133,6 +136,7 @@ class BrokerAddress:
     address: str
     client_endpoint: str
     tls_client_endpoint: str = ""  # "" when the hosting container has no TLS port
+    broker_endpoint: str = ""  # the broker's own client endpoint (its listenPort), "" when it has none
 
 
 @dataclass(frozen=True)

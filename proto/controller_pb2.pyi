@@ -179,14 +179,16 @@ class BrokerHeartbeatRequest(_message.Message):
     def __init__(self, cluster_name: _Optional[str] = ..., broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ..., broker_address: _Optional[str] = ..., epoch: _Optional[int] = ..., max_offset: _Optional[int] = ..., confirm_offset: _Optional[int] = ..., heartbeat_timeout_ms: _Optional[int] = ..., election_priority: _Optional[int] = ...) -> None: ...
 
 class BrokerHeartbeatResponse(_message.Message):
-    __slots__ = ("status", "is_leader", "leader_address")
+    __slots__ = ("status", "is_leader", "leader_address", "view")
     STATUS_FIELD_NUMBER: _ClassVar[int]
     IS_LEADER_FIELD_NUMBER: _ClassVar[int]
     LEADER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    VIEW_FIELD_NUMBER: _ClassVar[int]
     status: ControllerStatus
     is_leader: bool
     leader_address: str
-    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., is_leader: _Optional[bool] = ..., leader_address: _Optional[str] = ...) -> None: ...
+    view: ReplicaGroupView
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., is_leader: _Optional[bool] = ..., leader_address: _Optional[str] = ..., view: _Optional[_Union[ReplicaGroupView, _Mapping]] = ...) -> None: ...
 
 class ElectMasterRequest(_message.Message):
     __slots__ = ("cluster_name", "broker_name", "broker_id", "designate_elect")
@@ -287,10 +289,14 @@ class CleanBrokerDataResponse(_message.Message):
     def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ...) -> None: ...
 
 class WatchReplicaInfoRequest(_message.Message):
-    __slots__ = ("broker_name",)
+    __slots__ = ("broker_name", "cluster_name", "broker_id")
     BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_NAME_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     broker_name: str
-    def __init__(self, broker_name: _Optional[str] = ...) -> None: ...
+    cluster_name: str
+    broker_id: int
+    def __init__(self, broker_name: _Optional[str] = ..., cluster_name: _Optional[str] = ..., broker_id: _Optional[int] = ...) -> None: ...
 
 class RaftEntry(_message.Message):
     __slots__ = ("term", "index", "data")

@@ -43,7 +43,7 @@ class NameserverTopicConfig(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., read_queue_nums: _Optional[int] = ..., write_queue_nums: _Optional[int] = ..., perm: _Optional[int] = ..., message_type: _Optional[str] = ..., order: _Optional[bool] = ...) -> None: ...
 
 class NameserverRegisterBrokerRequest(_message.Message):
-    __slots__ = ("broker", "address", "client_endpoint", "topics", "topics_version", "heartbeat_timeout_ms", "enable_acting_master", "tls_client_endpoint")
+    __slots__ = ("broker", "address", "client_endpoint", "topics", "topics_version", "heartbeat_timeout_ms", "enable_acting_master", "tls_client_endpoint", "broker_endpoint")
     BROKER_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     CLIENT_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
@@ -52,6 +52,7 @@ class NameserverRegisterBrokerRequest(_message.Message):
     HEARTBEAT_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     ENABLE_ACTING_MASTER_FIELD_NUMBER: _ClassVar[int]
     TLS_CLIENT_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     broker: NameserverBrokerIdentity
     address: str
     client_endpoint: str
@@ -60,7 +61,8 @@ class NameserverRegisterBrokerRequest(_message.Message):
     heartbeat_timeout_ms: int
     enable_acting_master: bool
     tls_client_endpoint: str
-    def __init__(self, broker: _Optional[_Union[NameserverBrokerIdentity, _Mapping]] = ..., address: _Optional[str] = ..., client_endpoint: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[NameserverTopicConfig, _Mapping]]] = ..., topics_version: _Optional[_Union[NameserverDataVersion, _Mapping]] = ..., heartbeat_timeout_ms: _Optional[int] = ..., enable_acting_master: _Optional[bool] = ..., tls_client_endpoint: _Optional[str] = ...) -> None: ...
+    broker_endpoint: str
+    def __init__(self, broker: _Optional[_Union[NameserverBrokerIdentity, _Mapping]] = ..., address: _Optional[str] = ..., client_endpoint: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[NameserverTopicConfig, _Mapping]]] = ..., topics_version: _Optional[_Union[NameserverDataVersion, _Mapping]] = ..., heartbeat_timeout_ms: _Optional[int] = ..., enable_acting_master: _Optional[bool] = ..., tls_client_endpoint: _Optional[str] = ..., broker_endpoint: _Optional[str] = ...) -> None: ...
 
 class NameserverRegisterBrokerResponse(_message.Message):
     __slots__ = ("master_address",)
@@ -99,16 +101,18 @@ class NameserverQueryRouteRequest(_message.Message):
     def __init__(self, topic: _Optional[str] = ...) -> None: ...
 
 class NameserverBrokerAddress(_message.Message):
-    __slots__ = ("broker_id", "address", "client_endpoint", "tls_client_endpoint")
+    __slots__ = ("broker_id", "address", "client_endpoint", "tls_client_endpoint", "broker_endpoint")
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     CLIENT_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     TLS_CLIENT_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     broker_id: int
     address: str
     client_endpoint: str
     tls_client_endpoint: str
-    def __init__(self, broker_id: _Optional[int] = ..., address: _Optional[str] = ..., client_endpoint: _Optional[str] = ..., tls_client_endpoint: _Optional[str] = ...) -> None: ...
+    broker_endpoint: str
+    def __init__(self, broker_id: _Optional[int] = ..., address: _Optional[str] = ..., client_endpoint: _Optional[str] = ..., tls_client_endpoint: _Optional[str] = ..., broker_endpoint: _Optional[str] = ...) -> None: ...
 
 class NameserverBrokerRoute(_message.Message):
     __slots__ = ("cluster", "broker_name", "members", "read_queue_nums", "write_queue_nums", "perm", "message_type", "enable_acting_master")
@@ -143,7 +147,7 @@ class NameserverGetClusterInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class NameserverBrokerMember(_message.Message):
-    __slots__ = ("broker_id", "address", "client_endpoint", "last_heartbeat_ms", "heartbeat_timeout_ms", "topics_version", "topic_count", "tls_client_endpoint")
+    __slots__ = ("broker_id", "address", "client_endpoint", "last_heartbeat_ms", "heartbeat_timeout_ms", "topics_version", "topic_count", "tls_client_endpoint", "broker_endpoint")
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     CLIENT_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
@@ -152,6 +156,7 @@ class NameserverBrokerMember(_message.Message):
     TOPICS_VERSION_FIELD_NUMBER: _ClassVar[int]
     TOPIC_COUNT_FIELD_NUMBER: _ClassVar[int]
     TLS_CLIENT_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     broker_id: int
     address: str
     client_endpoint: str
@@ -160,7 +165,8 @@ class NameserverBrokerMember(_message.Message):
     topics_version: NameserverDataVersion
     topic_count: int
     tls_client_endpoint: str
-    def __init__(self, broker_id: _Optional[int] = ..., address: _Optional[str] = ..., client_endpoint: _Optional[str] = ..., last_heartbeat_ms: _Optional[int] = ..., heartbeat_timeout_ms: _Optional[int] = ..., topics_version: _Optional[_Union[NameserverDataVersion, _Mapping]] = ..., topic_count: _Optional[int] = ..., tls_client_endpoint: _Optional[str] = ...) -> None: ...
+    broker_endpoint: str
+    def __init__(self, broker_id: _Optional[int] = ..., address: _Optional[str] = ..., client_endpoint: _Optional[str] = ..., last_heartbeat_ms: _Optional[int] = ..., heartbeat_timeout_ms: _Optional[int] = ..., topics_version: _Optional[_Union[NameserverDataVersion, _Mapping]] = ..., topic_count: _Optional[int] = ..., tls_client_endpoint: _Optional[str] = ..., broker_endpoint: _Optional[str] = ...) -> None: ...
 
 class NameserverBrokerGroup(_message.Message):
     __slots__ = ("cluster", "broker_name", "members", "enable_acting_master")

@@ -29,7 +29,7 @@ from typing import Callable, Iterable, Mapping
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 log = logging.getLogger(__name__)
-ROLES = ("MASTER", "SLAVE")
+ROLES = ("MASTER", "SLAVE", "FENCED")  # FENCED: controller mode, no role yet (or between roles)
 SOURCE_TIMEOUT_S = 2.0
 
 
@@ -43,7 +43,7 @@ class Sample:
 GAUGE, COUNTER = "gauge", "counter"
 FAMILIES: dict[str, tuple[str, str]] = {
     "relaymq_broker_up": (GAUGE, "1 for every broker this process hosts and serves"),
-    "relaymq_broker_role": (GAUGE, "1 for the broker's current role (MASTER or SLAVE), 0 for the other"),
+    "relaymq_broker_role": (GAUGE, "1 for the broker's current role (MASTER, SLAVE or FENCED), 0 for the others"),
     "relaymq_replication_max_offset_bytes": (GAUGE, "Commit-log max offset of this replica (next byte to be written)"),
     "relaymq_replication_confirm_offset_bytes": (GAUGE, "Confirm offset: consumers read up to here"),
     "relaymq_replication_epoch": (GAUGE, "Latest epoch in this replica's epoch history"),
@@ -144,7 +144,8 @@ Source = Callable[[], Iterable[Sample]]
 
 
 def hosted_broker_source(hosted: Callable[[], Iterable[tuple[object, object, object]]]) -> Source:
-    """Samples of every (broker, replication driver or None, store) ``hosted()`` returns."""
+    """Samples of every (broker, replica or None, store) ``hosted()`` returns; the replica's
+    ``status()`` says its role (a FENCED replica has no replication samples)."""
     def samples() -> list[Sample]:
         found: list[Sample] = []
         for broker, replication, store in hosted():
@@ -154,7 +155,7 @@ def hosted_broker_source(hosted: Callable[[], Iterable[tuple[object, object, obj
             status = replication.status()
             if status.get("role") == "MASTER":
                 found += master_samples(broker.name, status, store.messages_from)
-            else:
+            elif status.get("role") == "SLAVE":
                 found += slave_samples(broker.name, broker.broker_id, status)
         return found
     return samples

@@ -8,7 +8,10 @@ Rules:
 - Deliberate differences, each to keep epochs meaningful: a controller-triggered election
   with no candidate clears the master (epoch + 1) only if a master is still recorded, so a
   dead group does not churn epochs on every scan; a clean without ids is refused while
-  any broker of the set is alive (not only while a master is recorded).
+  any broker of the set is alive (not only while a master is recorded).  A set's first
+  election picks, among its alive replicas, the lowest ``brokerElectionPriority`` (the
+  requester on a tie) rather than whoever asked first, so a deployment's intended masters
+  win when their replicas start together.
 """
 from __future__ import annotations
 
@@ -115,7 +118,8 @@ def _elect(request: ElectMaster, replicas: ReplicasInfo, liveness: BrokerLivenes
     state = replicas.sync_state_info_table[name]
     old = state.master_broker_id
     if state.is_first_time_for_elect:
-        new = None if request.controller_triggered else request.broker_id  # first caller wins
+        new = None if request.controller_triggered else _first_master(
+            request.broker_id, _alive_infos(replicas, name, liveness, now_ms))
     else:
         prefer = request.broker_id if request.designate_elect else None
         new = choose_master(state.sync_state_set, replicas.replica_info_table[name].brokers,
@@ -142,6 +146,14 @@ def _elect(request: ElectMaster, replicas: ReplicasInfo, liveness: BrokerLivenes
     return reject(Code.CONTROLLER_ELECT_MASTER_FAILED,
                   f"Failed to elect a new master for {name}: no alive candidate"
                   + ("" if allow_unclean else " in the SyncStateSet"), group_view(replicas, name))
+
+
+def _first_master(requester: int, alive: dict) -> int:
+    """The first master: the alive replica with the lowest election priority, the requester on a tie."""
+    if requester not in alive:
+        return requester
+    best = min(alive, key=lambda i: (alive[i].election_priority, i != requester, i))
+    return best
 
 
 def _alter(request: AlterSyncStateSet, replicas: ReplicasInfo, liveness: BrokerLiveness, now_ms: int) -> Decision:

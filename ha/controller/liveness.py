@@ -9,8 +9,15 @@ Rules (reference 4.4, 4.5):
 - Heartbeats are not replicated (as in DLedger mode), so a node that has just become
   leader cannot tell a dead master from one it has not heard of yet: ``settled(now_ms)``
   is false until one default heartbeat timeout after ``became_leader(now_ms)``, and the
-  inactive-master scan waits for it (upstream #5712, #10812).
-- The table is bounded (``max_brokers``); a heartbeat beyond the limit is refused.
+  inactive-master scan waits for it (upstream #5712, #10812) -- unless this node saw the
+  master die itself: a broker whose heartbeats this node received and which then expired,
+  or whose session (its watch stream) ended, is *known dead* (a tombstone) until it beats
+  again.  Brokers heartbeat every controller member, so a follower that becomes leader has
+  usually seen the master die and elects at once.
+- ``next_expiry_ms()`` is when the next live broker expires: drivers expire on that
+  deadline rather than on a scan period.
+- The tables are bounded (``max_brokers``): a heartbeat beyond the limit is refused, the
+  oldest tombstones are forgotten first.
 """
 from __future__ import annotations
 
@@ -56,6 +63,7 @@ class BrokerLiveness:
         self.default_timeout_ms = default_timeout_ms
         self.max_brokers = max_brokers
         self._brokers: dict[BrokerKey, BrokerLiveInfo] = {}
+        self._dead: dict[BrokerKey, int] = {}  # tombstones: key -> when this node saw it die
         self._leader_since_ms: int | None = None
 
     def heartbeat(self, beat: Heartbeat, now_ms: int) -> bool:
@@ -72,6 +80,7 @@ class BrokerLiveness:
             info = dataclasses.replace(info, epoch=old.epoch, max_offset=old.max_offset,
                                        confirm_offset=old.confirm_offset)
         self._brokers[key] = info
+        self._dead.pop(key, None)
         return True
 
     def info(self, cluster_name: str, broker_name: str, broker_id: int | None) -> BrokerLiveInfo | None:
@@ -84,15 +93,41 @@ class BrokerLiveness:
         return info is not None and info.alive(now_ms)
 
     def expire(self, now_ms: int) -> list[BrokerLiveInfo]:
-        """Forget brokers whose heartbeat timed out; return them."""
+        """Forget brokers whose heartbeat timed out (they become tombstones); return them."""
         dead = [info for info in self._brokers.values() if not info.alive(now_ms)]
         for info in dead:
-            del self._brokers[(info.cluster_name, info.broker_name, info.broker_id)]
+            self._bury((info.cluster_name, info.broker_name, info.broker_id), now_ms)
         return dead
 
+    def session_ended(self, cluster_name: str, broker_name: str, broker_id: int, now_ms: int) -> BrokerLiveInfo | None:
+        """The broker's session ended (its process is gone): dead now, not after the timeout."""
+        key = (cluster_name, broker_name, broker_id)
+        info = self._brokers.get(key)
+        if info is None:
+            return None
+        self._bury(key, now_ms)
+        return info
+
+    def _bury(self, key: BrokerKey, now_ms: int) -> None:
+        self._brokers.pop(key, None)
+        self._dead.pop(key, None)
+        self._dead[key] = now_ms
+        while len(self._dead) > self.max_brokers:
+            del self._dead[next(iter(self._dead))]
+
+    def known_dead(self, cluster_name: str, broker_name: str, broker_id: int | None) -> bool:
+        """This node saw the broker die (expired after beating here, or its session ended)."""
+        return broker_id is not None and (cluster_name, broker_name, broker_id) in self._dead
+
+    def next_expiry_ms(self) -> int | None:
+        if not self._brokers:
+            return None
+        return min(info.last_update_ms + info.timeout_ms for info in self._brokers.values()) + 1
+
     def forget(self, broker_name: str, broker_ids: frozenset[int] | None = None) -> None:
-        for key in [k for k in self._brokers if k[1] == broker_name and (not broker_ids or k[2] in broker_ids)]:
-            del self._brokers[key]
+        for table in (self._brokers, self._dead):
+            for key in [k for k in table if k[1] == broker_name and (not broker_ids or k[2] in broker_ids)]:
+                del table[key]
 
     def became_leader(self, now_ms: int) -> None:
         self._leader_since_ms = now_ms

@@ -152,6 +152,9 @@ class QueueRoute:
     accept_types: tuple[MessageType, ...]
     endpoint: tuple[str, int]  # plaintext client endpoint of the container hosting the broker
     tls_endpoint: tuple[str, int] | None = None  # its TLS client endpoint; None when it has no TLS port
+    # plaintext: the broker endpoints (listenPort) of every replica of the group, when they have
+    # them; clients then reach whichever replica is master without a route refresh
+    broker_endpoints: tuple[tuple[str, int], ...] = ()
 
 
 class BrokerDirectory(Protocol):

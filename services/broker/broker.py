@@ -6,8 +6,12 @@ Rules:
   logs (recovery), then starts the periodic tasks (offset + state flush, revive, timer,
   transaction check, store retention).  ``stop`` stops the tasks, then persists everything;
   the container calls ``store.shutdown()`` afterwards.
-- Slaves answer reads only: every mutating client call on a SLAVE is FORBIDDEN, and so is
-  an admin offset write (slaves follow their master's table by metadata sync).
+- The role is the replication's (``services.ha.replica.BrokerReplica``; without one, the
+  configured ``brokerRole`` with nothing replicated), and it may change at runtime: only a
+  MASTER takes client calls; a SLAVE or FENCED broker answers reads only (every mutating
+  client call and an admin offset write is refused).  The special services (timer, pop
+  revive, transaction check) run exactly while the broker is master: :meth:`apply_role`
+  starts or stops them after a role change.
 - Exceptions to the caller are :class:`RequestRejected` (user-facing status) or bugs.
 """
 from __future__ import annotations
@@ -41,10 +45,30 @@ from services.broker.transaction_service import TransactionService
 log = logging.getLogger(__name__)
 
 
+class _Unreplicated:
+    """The replication of a broker that has none: its configured role, no waits, no status."""
+
+    def __init__(self, config: BrokerConfig):
+        self.is_master, self.broker_id = config.is_master, config.broker_id
+
+    def check_writable(self) -> None:
+        pass
+
+    async def wait_replicated(self, end_offset: int) -> None:
+        pass
+
+    def status(self) -> None:
+        return None
+
+
 class Broker:
-    def __init__(self, config: BrokerConfig, store, clock: Clock, transaction_sink: TransactionCheckSink):
+    def __init__(self, config: BrokerConfig, store, clock: Clock, transaction_sink: TransactionCheckSink,
+                 replication=None):
+        """``replication``: a :class:`services.ha.replica.BrokerReplica` (role, writability,
+        replica acks, status); None: the configured role, nothing replicated."""
         self.config, self.store, self.clock = config, store, clock
-        self.name, self.broker_id, self.cluster = config.broker_name, config.broker_id, config.broker_cluster_name
+        self.name, self.cluster = config.broker_name, config.broker_cluster_name
+        self.replication = replication if replication is not None else _Unreplicated(config)
         config_dir = store.config.store_path_root_dir / "config"
         self.topics = TopicManager(config, config_dir)
         self.groups = GroupManager(config_dir)
@@ -53,12 +77,14 @@ class Broker:
         self.timer = TimerService(config, store, clock, config_dir)
         self.transactions = TransactionService(config, store, clock, transaction_sink, config_dir)
         self.sender = SendService(config, store, clock, self.topics, self.timer, self.transactions)
-        self.tasks = PeriodicTasks(f"broker {config.broker_name}-{config.broker_id}")
+        self.tasks = PeriodicTasks(f"broker {config.broker_name}")
+        self.special = PeriodicTasks(f"broker {config.broker_name} special services")
+        self._special_running = False
         self.started_ms = 0
-        # set by the container for a master: check_writable() and wait_replicated(offset)
-        # (services.ha.master.ReplicationMaster); None: no replication
-        self.replication = None
-        self.replication_status = None  # set by the container: () -> the replication status mapping
+
+    @property
+    def broker_id(self) -> int:
+        return self.replication.broker_id
 
     # ---- lifecycle ----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -74,15 +100,31 @@ class Broker:
         log.info("broker %s started: %d pop records replayed", self.name, replayed)
         self._declare_tasks()
         self.tasks.start()
+        await self.apply_role()
 
     def _declare_tasks(self) -> None:
         c = self.config
         self.tasks.declare("flush-state", c.flush_consumer_offset_interval_ms, self.persist, c.flush_consumer_offset_interval_ms)
-        if c.is_master:
-            self.tasks.declare("revive", c.revive_interval_ms, self.pop.revive, c.revive_interval_ms)
-            self.tasks.declare("timer", c.timer_tick_ms, self.timer.tick)
-            self.tasks.declare("transaction-check", c.transaction_scan_interval_ms, self.transactions.check)
+        self.special.declare("revive", c.revive_interval_ms, self.pop.revive, c.revive_interval_ms)
+        self.special.declare("timer", c.timer_tick_ms, self.timer.tick)
+        self.special.declare("transaction-check", c.transaction_scan_interval_ms, self.transactions.check)
         self.tasks.declare("clean-expired", c.clean_expired_interval_ms, self.store.clean_expired, c.clean_expired_interval_ms)
+
+    async def apply_role(self) -> None:
+        """Run the special services exactly while master (they catch up from the log first)."""
+        if self.replication.is_master and not self._special_running:
+            self._special_running = True
+            self.special.start()
+            log.info("broker %s: special services (timer, revive, transaction check) started", self.name)
+        elif not self.replication.is_master and self._special_running:
+            self._special_running = False
+            await self.special.stop()
+            self.persist()
+            log.info("broker %s: special services stopped", self.name)
+
+    @property
+    def special_services_running(self) -> bool:
+        return self._special_running
 
     def persist(self) -> None:
         self.pop.persist()
@@ -90,26 +132,26 @@ class Broker:
         self.transactions.persist()
 
     async def stop(self) -> None:
+        await self.special.stop()
+        self._special_running = False
         await self.tasks.stop()
         self.persist()
 
     def _writable(self) -> None:
-        if not self.config.is_master:
-            raise RequestRejected(Code.FORBIDDEN, f"broker {self.name}-{self.broker_id} is a slave")
+        if not self.replication.is_master:
+            raise RequestRejected(Code.FORBIDDEN, f"broker {self.name}-{self.broker_id} is a {self.role.lower()}")
 
     # ---- BrokerApi ----------------------------------------------------------------------------
     async def send(self, items: Sequence[SendItem]) -> list[SendOutcome]:
         self._writable()
-        if self.replication is not None:
-            self.replication.check_writable()
+        self.replication.check_writable()
         outcomes = await self.sender.send(items)
         await self._replicated()
         return outcomes
 
     async def _replicated(self) -> None:
         """SYNC_MASTER: the replicas hold everything written so far (our records included)."""
-        if self.replication is not None:
-            await self.replication.wait_replicated(self.store.commit_log_max_offset)
+        await self.replication.wait_replicated(self.store.commit_log_max_offset)
 
     async def end_transaction(self, topic: str, message_id: str, transaction_id: str, commit: bool, from_check: bool) -> None:
         self._writable()
@@ -160,7 +202,10 @@ class Broker:
     # ---- BrokerAdminApi -----------------------------------------------------------------------
     @property
     def role(self) -> str:
-        return "MASTER" if self.config.is_master else "SLAVE"
+        role = getattr(self.replication, "role", None)
+        if role is not None:
+            return role.value
+        return "MASTER" if self.replication.is_master else "SLAVE"
 
     def topic_table(self) -> TopicTable:
         return self.topics.table
@@ -258,6 +303,7 @@ class Broker:
         messages = sum(self.store.max_offset(t, q) - self.store.min_offset(t, q) for t, ids in queues.items() for q in ids)
         return {"brokerName": self.name, "brokerId": self.broker_id, "cluster": self.cluster, "role": self.role,
                 "brokerRole": self.config.broker_role.value, "uptimeMs": self.clock.now_ms() - self.started_ms,
+                "specialServicesRunning": self._special_running,
                 "storeSizeBytes": self.store.disk_usage_bytes(), "messageCount": messages,
                 "topicCount": len(self.topics.table.topics), "groupCount": len(self.groups.table.groups),
-                **({"ha": self.replication_status()} if self.replication_status is not None else {})}
+                **({"ha": ha} if (ha := self.replication.status()) is not None else {})}

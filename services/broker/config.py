@@ -46,6 +46,34 @@ class BrokerConfig:
     clean_expired_interval_ms: int = config_field("cleanResourceInterval", 10_000, minimum=1, unit="ms", doc="period of the store retention clean")
     slave_synchronize_period_ms: int = config_field("slaveSynchronizePeriod", 10_000, minimum=1, unit="ms", doc="period of a slave's metadata sync from its master (topics, groups, offsets, timer checkpoint)")
     slave_synchronize_timeout_ms: int = config_field("slaveSynchronizeTimeoutMillis", 3_000, minimum=1, unit="ms", doc="deadline of one metadata fetch from the master")
+    listen_port: int = config_field("listenPort", 0, minimum=0, maximum=65535, unit="port",
+                                    doc="this broker's own client endpoint in the container (0: none, clients use the "
+                                        "container's grpcServerPort); routes name the listenPort of every replica of "
+                                        "the group, so clients reach a new master without a route refresh")
+    enable_controller_mode: bool = config_field("enableControllerMode", False,
+                                                doc="the controller assigns the broker id and role (RIP-44); brokerId and "
+                                                    "brokerRole are then not configured")
+    controller_addr: str = config_field("controllerAddr", "", unit="host:port;...",
+                                        doc="controller members (enableControllerMode), ';'-separated")
+    sync_broker_metadata_period_ms: int = config_field("syncBrokerMetadataPeriod", 5_000, minimum=10, unit="ms",
+                                                       doc="controller mode: poll the group's view (the watch stream "
+                                                           "pushes changes at once; this is the fallback)")
+    check_sync_state_set_period_ms: int = config_field("checkSyncStateSetPeriod", 5_000, minimum=10, unit="ms",
+                                                       doc="controller mode: a master proposes a refused or unanswered "
+                                                           "SyncStateSet change again after this")
+    sync_controller_metadata_period_ms: int = config_field("syncControllerMetadataPeriod", 10_000, minimum=10,
+                                                           unit="ms", doc="controller mode: look up the controller leader")
+    controller_heartbeat_timeout_ms: int = config_field("controllerHeartBeatTimeoutMills", 10_000, minimum=100,
+                                                        unit="ms", doc="controller mode: the controller declares the broker "
+                                                            "dead after this silence; a master that paused this long "
+                                                            "writes nothing until the controller confirms its role")
+    first_election_wait_ms: int = config_field("firstElectionWaitMillis", 10_000, minimum=0, maximum=600_000, unit="ms",
+                                               doc="controller mode, a group's very first election only: wait up to "
+                                                   "this long for all totalReplicas replicas to register, so that "
+                                                   "brokerElectionPriority picks the first master (ours)")
+    broker_election_priority: int = config_field("brokerElectionPriority", 2**31 - 1, minimum=1, maximum=2**31 - 1,
+                                                 doc="controller mode: lower wins an election among equally "
+                                                     "up-to-date replicas (also the first one)")
 
     def __post_init__(self) -> None:
         if not isinstance(self.broker_role, BrokerRole):
@@ -54,3 +82,7 @@ class BrokerConfig:
     @property
     def is_master(self) -> bool:
         return self.broker_role is not BrokerRole.SLAVE
+
+    @property
+    def controller_addresses(self) -> list[str]:
+        return [a.strip() for a in self.controller_addr.split(";") if a.strip()]

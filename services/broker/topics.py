@@ -60,6 +60,14 @@ class TopicManager:
             self.table = table
         return decision
 
+    def stamp_state_version(self, state_version: int, now_ms: int) -> None:
+        """Controller mode: the table's stateVersion becomes the master epoch after a role
+        change (reference 3), so the nameserver can prefer the newer master (upstream #6316)."""
+        if self.table.data_version.state_version == state_version:
+            return
+        self.table = TopicTable(self.table.data_version.next_version(now_ms, state_version), self.table.topics)
+        write_document(self.path, self.table.to_document())
+
     def ensure_system_topic(self, topic: str, now_ms: int, queues: int = 1) -> TopicConfig:
         existing = self.get(topic)
         if existing is not None:

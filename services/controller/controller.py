@@ -9,8 +9,12 @@ Rules:
   events (or a read barrier when there are none), and replies only after every entry of
   the batch is applied.  This is RocketMQ's single-threaded event scheduler, pipelined.
 - Heartbeats are recorded by every member in its own ``BrokerLiveness`` (not replicated).
-- Periodic work (declared in ``PeriodicTasks``): expire silent brokers; on a settled
-  leader, controller-triggered elections for sets whose master is not alive.
+- A broker is dead when its heartbeats stop for its timeout -- an expiry timer wakes at the
+  next broker's deadline, not on a scan period -- or at once when its session (its watch
+  stream naming it) ends.  Either way the leader then elects for the set at once if that
+  broker was its master (controller-triggered), without waiting for the periodic scan.
+- Periodic work (declared in ``PeriodicTasks``): the same expiry and, on a settled leader,
+  controller-triggered elections for sets whose master is not alive (the safety net).
 """
 from __future__ import annotations
 
@@ -62,6 +66,10 @@ class Controller:
         self._worker: asyncio.Task | None = None
         self.periodic = PeriodicTasks(f"controller-{config.self_id}")
         self._names = {p.node_id: p for p in config.peers}
+        self._expiry: asyncio.Task | None = None
+        self._expiry_wake = asyncio.Event()
+        self._electing: set[asyncio.Task] = set()
+        self._sessions: dict[tuple[str, str, int], int] = {}
 
     # -- leadership -------------------------------------------------------------------------
 
@@ -98,7 +106,45 @@ class Controller:
                                         f"not committed within {self.config.request_timeout_ms} ms") from None
 
     def heartbeat(self, beat: Heartbeat) -> bool:
-        return self.machine.liveness.heartbeat(beat, self.clock.monotonic_ms())
+        known = self.machine.liveness.is_alive(beat.cluster_name, beat.broker_name, beat.broker_id,
+                                                self.clock.monotonic_ms())
+        accepted = self.machine.liveness.heartbeat(beat, self.clock.monotonic_ms())
+        if accepted and not known:
+            self._expiry_wake.set()  # a new deadline may be the earliest
+        return accepted
+
+    # -- broker sessions and deaths ------------------------------------------------------------
+
+    def session_started(self, cluster: str, broker_name: str, broker_id: int) -> None:
+        key = (cluster, broker_name, broker_id)
+        self._sessions[key] = self._sessions.get(key, 0) + 1
+
+    def session_ended(self, cluster: str, broker_name: str, broker_id: int) -> None:
+        """The broker's watch stream ended: when it was its last one, the broker is dead now."""
+        key = (cluster, broker_name, broker_id)
+        left = self._sessions.get(key, 1) - 1
+        if left > 0:
+            self._sessions[key] = left
+            return
+        self._sessions.pop(key, None)
+        info = self.machine.liveness.session_ended(cluster, broker_name, broker_id, self.clock.monotonic_ms())
+        if info is not None:
+            log.info("broker %s/%s id %s at %s: session ended, not alive", cluster, broker_name, broker_id,
+                     info.address)
+            self._after_deaths([info])
+
+    def _after_deaths(self, dead) -> None:
+        """Elect at once for every set whose master just died (on the leader)."""
+        if not self.machine.serving:
+            return
+        replicas = self.machine.replicas
+        for info in dead:
+            state = replicas.sync_state_info_table.get(info.broker_name)
+            if state is not None and state.master_broker_id == info.broker_id:
+                task = asyncio.get_running_loop().create_task(self._reelect_inactive_masters())
+                self._electing.add(task)
+                task.add_done_callback(self._electing.discard)
+                return
 
     async def _work(self) -> None:
         while True:
@@ -148,6 +194,24 @@ class Controller:
         for info in dead:
             log.info("broker %s/%s id %s at %s is not alive", info.cluster_name, info.broker_name, info.broker_id,
                      info.address)
+        self._after_deaths(dead)
+
+    async def _run_expiry(self) -> None:
+        """Expire each broker at its own deadline (heartbeat time + its timeout)."""
+        loop = asyncio.get_running_loop()
+        while True:
+            self._expiry_wake.clear()
+            deadline = self.machine.liveness.next_expiry_ms()
+            wake = None
+            if deadline is not None:
+                delay = max(0.0, (deadline - self.clock.monotonic_ms()) / 1000)
+                wake = loop.call_later(delay, self._expiry_wake.set)
+            try:
+                await self._expiry_wake.wait()
+            finally:
+                if wake is not None:
+                    wake.cancel()
+            self._expire_brokers()
 
     async def _reelect_inactive_masters(self) -> None:
         if not self.machine.serving:
@@ -165,6 +229,7 @@ class Controller:
     def start(self) -> None:
         self.driver.start()
         self._worker = asyncio.get_running_loop().create_task(self._work(), name="controller-worker")
+        self._expiry = asyncio.get_running_loop().create_task(self._run_expiry(), name="controller-expiry")
         self.periodic.declare("scan-not-active-broker", self.config.scan_not_active_broker_interval_ms,
                               self._expire_brokers, initial_delay_ms=2000)
         self.periodic.declare("scan-inactive-master", self.config.scan_inactive_master_interval_ms,
@@ -177,8 +242,10 @@ class Controller:
             await self.periodic.stop()
         finally:
             worker, self._worker = self._worker, None
+            background = [t for t in (self._expiry, *self._electing) if t is not None]
+            self._expiry = None
             try:
-                await cancel_and_wait([worker])
+                await cancel_and_wait([worker, *background])
             finally:
                 self._fail_queued()
                 await self.driver.stop()

@@ -6,6 +6,10 @@ Rules:
 - ``ControllerUnavailable`` (not leader, queue full, commit timeout) becomes a status in
   exactly one place, ``_call``; NOT_LEADER replies carry the leader's id and address.
 - Heartbeats and metadata are answered by any member; everything else by the leader only.
+  The leader's heartbeat reply carries the broker's group view (a master confirms its role
+  with it after a pause).
+- A watch that names a broker (cluster_name, broker_id >= 1) is that broker's session: its
+  end is the broker's death (``Controller.session_ended``).
 """
 from __future__ import annotations
 
@@ -143,8 +147,11 @@ class ControllerServicer(pb_grpc.ControllerServiceServicer):
             return pb.BrokerHeartbeatResponse(status=_status(ResponseCode.CONTROLLER_INVALID_REQUEST, str(exc)))
         if not self.controller.heartbeat(beat):
             return pb.BrokerHeartbeatResponse(status=_status(ResponseCode.SYSTEM_ERROR, "too many brokers"))
+        replicas = self.controller.machine.replicas
+        view = view_to_proto(group_view(replicas, beat.broker_name)) \
+            if is_leader and replicas.exists(beat.broker_name) else None
         return pb.BrokerHeartbeatResponse(status=_status(ResponseCode.SUCCESS), is_leader=is_leader,
-                                          leader_address=address)
+                                          leader_address=address, view=view)
 
     async def GetControllerMetadata(self, request, context):
         config = self.controller.config
@@ -158,11 +165,21 @@ class ControllerServicer(pb_grpc.ControllerServiceServicer):
 
     async def WatchReplicaInfo(self, request, context):
         watchers = self.controller.watchers
+        session = None
+        if request.broker_id:
+            try:
+                session = (_name(request.cluster_name, "cluster_name"), _name(request.broker_name, "broker_name"),
+                           _broker_id(request.broker_id, "broker_id"))
+            except BadRequest as exc:
+                yield pb.ControllerReplicaResponse(status=_status(ResponseCode.CONTROLLER_INVALID_REQUEST, str(exc)))
+                return
         try:
             queue = watchers.subscribe(request.broker_name)
         except TooManyWatchers as exc:
             yield pb.ControllerReplicaResponse(status=_status(ResponseCode.SYSTEM_ERROR, str(exc)))
             return
+        if session is not None:
+            self.controller.session_started(*session)
         try:
             replicas = self.controller.machine.replicas
             if request.broker_name and replicas.exists(request.broker_name):
@@ -176,7 +193,7 @@ class ControllerServicer(pb_grpc.ControllerServiceServicer):
                         view=pb.ReplicaGroupView(broker_name=name, master_broker_id=-1))
                 else:
                     yield pb.ControllerReplicaResponse(status=_status(ResponseCode.SUCCESS), view=view_to_proto(view))
-        except asyncio.CancelledError:
-            raise
         finally:
             watchers.unsubscribe(queue)
+            if session is not None:
+                self.controller.session_ended(*session)

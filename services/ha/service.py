@@ -7,8 +7,9 @@ Rules:
   hosting no master of that name answers a refusal ("BROKER_NOT_MASTER: ..."), which the
   slave logs and retries (its master may not have started yet, or moved).  Anything else
   closes the connection with one log line.
-* ``HaService.Locate`` on the internal gRPC endpoint tells a slave that port, or NOT_FOUND
-  when the container hosts no master of that name: a slave configures (or learns from the
+* ``HaService.Locate`` on the internal gRPC endpoint tells a slave that port and the client
+  endpoint where this container serves the group (the slave's container relays client calls
+  there), or NOT_FOUND when the container hosts no master of that name: a slave configures (or learns from the
   nameserver) one address per master container, the one its metadata sync also uses.
 """
 from __future__ import annotations
@@ -33,18 +34,20 @@ Masters = Callable[[str], ReplicationMaster | None]
 
 
 class HaServicer(pb_grpc.HaServiceServicer):
-    def __init__(self, masters: Masters, port: Callable[[], int]):
-        self._masters, self._port = masters, port
+    def __init__(self, masters: Masters, port: Callable[[], int], client_endpoint: Callable[[str], str]):
+        self._masters, self._port, self._client_endpoint = masters, port, client_endpoint
 
     async def Locate(self, request: pb.LocateRequest, context: grpc.aio.ServicerContext) -> pb.LocateResponse:
         if not request.broker_name or self._masters(request.broker_name) is None:
             await context.abort(grpc.StatusCode.NOT_FOUND,
                                 f"BROKER_NOT_MASTER: this container hosts no master broker named {request.broker_name!r}")
-        return pb.LocateResponse(ha_port=self._port())
+        return pb.LocateResponse(ha_port=self._port(), client_endpoint=self._client_endpoint(request.broker_name))
 
 
-def add_ha_service(server: grpc.aio.Server, masters: Masters, port: Callable[[], int]) -> None:
-    pb_grpc.add_HaServiceServicer_to_server(HaServicer(masters, port), server)
+def add_ha_service(server: grpc.aio.Server, masters: Masters, port: Callable[[], int],
+                   client_endpoint: Callable[[str], str] = lambda name: "") -> None:
+    """``client_endpoint(name)``: where this container serves the group's clients (relays go there)."""
+    pb_grpc.add_HaServiceServicer_to_server(HaServicer(masters, port, client_endpoint), server)
 
 
 class HaListener:

@@ -54,10 +54,13 @@ log = logging.getLogger(__name__)
 
 class ReplicationSlave:
     def __init__(self, name: str, slave_id: int, store, config: HaConfig, clock: Clock,
-                 master_address: Callable[[], Awaitable[str | None]], known_master_epoch: int = 0):
+                 master_address: Callable[[], Awaitable[str | None]], known_master_epoch: int = 0,
+                 on_change: Callable[[], None] = lambda: None):
+        """``on_change()`` after every connection to a master and every close."""
         self.name, self.slave_id, self.store, self.config, self.clock = name, slave_id, store, config, clock
         self.master_address = master_address
         self.known_master_epoch = known_master_epoch
+        self._on_change = on_change
         self.settings = SlaveSettings(slave_id, config.sync_from_last_file, config.async_learner,
                                       config.ha_send_heartbeat_interval_ms, config.ha_housekeeping_interval_ms)
         self.session: SlaveSession | None = None
@@ -80,6 +83,12 @@ class ReplicationSlave:
     def start(self) -> None:
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="ha-write")
         self._task = asyncio.create_task(self._run(), name=f"ha-slave-{self.name}-{self.slave_id}")
+
+    def change_master_epoch(self, epoch: int) -> None:
+        """The controller announced ``epoch`` for the same master: fence older masters with it."""
+        self.known_master_epoch = max(self.known_master_epoch, epoch)
+        if self.session is not None:
+            self.session.change_master_epoch(epoch)
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -111,6 +120,7 @@ class ReplicationSlave:
                         self.connected_to or "master", reason)
         self.last_close = reason
         self.connected_to = ""
+        self._on_change()
 
     # --- one connection -------------------------------------------------------------------------
     async def _replicate(self, address: str) -> None:
@@ -125,6 +135,7 @@ class ReplicationSlave:
         self._link = link
         self.session = session
         self.connected_to = f"{host}:{port}"
+        self._on_change()
         self._ack_target = 0
         hello = session.connected(self.clock.now_ms())
         acks = asyncio.create_task(self._send_acks(link))

@@ -78,3 +78,8 @@ class MessagingConfig:
     authentication_max_clock_skew_ms: int = config_field("authenticationMaxClockSkewMillis", 900_000, unit="ms", minimum=0,
                                                          doc="how far x-mq-date-time may be from the server's UTC or local "
                                                              "time (clients send local time); 0: not checked")
+    broker_endpoint_hold_ms: int = config_field("brokerEndpointHoldMillis", 3_000, unit="ms", minimum=0,
+                                                maximum=60_000,
+                                                doc="a call on a broker's own endpoint (listenPort) while its group has "
+                                                    "no master in reach waits this long at most (never past the "
+                                                    "caller's deadline) for a master to serve or relay to")

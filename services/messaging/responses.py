@@ -42,7 +42,15 @@ def endpoints(host: str, port: int) -> pb.Endpoints:
 
 
 def route_endpoints(route: QueueRoute, fallback: pb.Endpoints | None) -> pb.Endpoints:
-    """The queue's broker endpoints; an unroutable host borrows the request's access point host."""
+    """The queue's broker endpoints (every replica's own endpoint when they have them, else the
+    hosting container's); an unroutable host borrows the request's access point host."""
+    if route.broker_endpoints:
+        result = pb.Endpoints(scheme=endpoints(*route.broker_endpoints[0]).scheme)
+        for host, port in route.broker_endpoints:
+            if host in _UNROUTABLE and fallback is not None and fallback.addresses:
+                host = fallback.addresses[0].host
+            result.addresses.add(host=host, port=port)
+        return result
     host, port = route.endpoint
     if host in _UNROUTABLE and fallback is not None and fallback.addresses:
         host = fallback.addresses[0].host

@@ -14,6 +14,8 @@ ends with INVALID_ARGUMENT, as its other refusals do.
 """
 from __future__ import annotations
 
+import time
+
 import grpc
 
 from metadata.authentication import Accounts
@@ -22,10 +24,11 @@ from proto import messaging_definition_pb2 as definition
 from proto import messaging_service_pb2 as service_pb
 from proto import messaging_service_pb2_grpc as service_grpc
 from services.broker.api import BrokerDirectory
+from services.messaging.broker_port import BrokerPortHandler, Relays
 from services.messaging.client_registry import ClientRegistry
 from services.messaging.config import MessagingConfig
 from services.messaging.servicer import MessagingService
-from services.request_guard import GuardedServer, RequestGuard
+from services.request_guard import GuardedServer, RequestGuard, guard_method
 
 OTLP_METRICS_EXPORT = "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"
 
@@ -79,3 +82,32 @@ def add_messaging_services(server: grpc.aio.Server, directory: BrokerDirectory, 
     service_grpc.add_MessagingServiceServicer_to_server(service, guarded)
     server.add_generic_rpc_handlers((_metrics_sink(),))
     return registry
+
+
+class _MethodHandlers:
+    """Collects the generated code's method handlers (path -> handler) instead of a server."""
+
+    def __init__(self) -> None:
+        self.handlers: dict[str, grpc.RpcMethodHandler] = {}
+
+    def add_generic_rpc_handlers(self, handlers) -> None:
+        pass
+
+    def add_registered_method_handlers(self, service_name: str, handlers) -> None:
+        self.handlers.update({f"/{service_name}/{name}": handler for name, handler in handlers.items()})
+
+
+def add_broker_port(server: grpc.aio.Server, replica, directory: BrokerDirectory, config: MessagingConfig, clock,
+                    registry: ClientRegistry, relays: Relays, accounts: Accounts | None = None,
+                    guard: RequestGuard | None = None) -> None:
+    """One broker's own endpoint (services.messaging.broker_port): ``directory`` is pinned to
+    the broker; ``registry`` is the container's (Telemetry streams on any endpoint reach it).
+    Calls served here parse their requests behind the same guard as the client endpoint."""
+    service = MessagingService(directory, config, clock, registry, accounts=accounts)
+    collected = _MethodHandlers()
+    service_grpc.add_MessagingServiceServicer_to_server(service, collected)
+    guard, answers = guard or RequestGuard(), bad_request_answers()
+    local = {path: guard_method(path, method, guard, answers.get(path), _bad_command)
+             for path, method in collected.handlers.items()}
+    handler = BrokerPortHandler(replica, local, relays, config.broker_endpoint_hold_ms, time.monotonic)
+    server.add_generic_rpc_handlers((handler, _metrics_sink()))

@@ -138,7 +138,7 @@ class MessagingService(service_grpc.MessagingServiceServicer):
                 self._warn_without_tls(route)
                 secured.append(route)
             else:
-                secured.append(dataclasses.replace(route, endpoint=route.tls_endpoint))
+                secured.append(dataclasses.replace(route, endpoint=route.tls_endpoint, broker_endpoints=()))
         return secured
 
     def _warn_without_tls(self, route: QueueRoute) -> None:

@@ -58,6 +58,7 @@ class ClusterMember:
     topic_count: int
     enable_acting_master: bool
     tls_client_endpoint: str = ""  # "" when the hosting container has no TLS port
+    broker_endpoint: str = ""  # the broker's own client endpoint, "" when it has none
 
 
 class NameserverClient:
@@ -109,7 +110,7 @@ class NameserverClient:
 
     async def register_broker(self, identity: BrokerIdentity, address: str, client_endpoint: str, topics: TopicTable,
                               heartbeat_timeout_ms: int | None = None, enable_acting_master: bool = False,
-                              tls_client_endpoint: str = "") -> str:
+                              tls_client_endpoint: str = "", broker_endpoint: str = "") -> str:
         """Register with every nameserver; returns the group's master address ("" when none or self).
 
         ``tls_client_endpoint``: the container's TLS client endpoint, ``""`` when it has none."""
@@ -117,7 +118,8 @@ class NameserverClient:
             broker=conv.identity_to_proto(identity), address=address, client_endpoint=client_endpoint,
             tls_client_endpoint=tls_client_endpoint, topics=[conv.topic_to_proto(t) for t in topics.topics.values()],
             topics_version=conv.data_version_to_proto(topics.data_version),
-            heartbeat_timeout_ms=heartbeat_timeout_ms or 0, enable_acting_master=enable_acting_master)
+            heartbeat_timeout_ms=heartbeat_timeout_ms or 0, enable_acting_master=enable_acting_master,
+            broker_endpoint=broker_endpoint)
         replies = await self._all("RegisterBroker", request)
         return next((r.master_address for r in replies if r.master_address), "")
 
@@ -152,6 +154,7 @@ class NameserverClient:
             ClusterMember(g.cluster, g.broker_name, m.broker_id, m.address, m.client_endpoint, m.last_heartbeat_ms,
                           m.heartbeat_timeout_ms,
                           DataVersion(m.topics_version.state_version, m.topics_version.timestamp_ms, m.topics_version.counter),
-                          m.topic_count, g.enable_acting_master, m.tls_client_endpoint)
+                          m.topic_count, g.enable_acting_master, m.tls_client_endpoint,
+                          m.broker_endpoint)
             for g in reply.groups for m in g.members)
 

@@ -47,6 +47,13 @@ def tls_endpoint_from_proto(text: str, client_endpoint: str, field: str = "tls_c
     return text
 
 
+def broker_endpoint_from_proto(text: str, field: str = "broker_endpoint") -> str:
+    """An optional ``host:port``: ``""`` (the broker has no listenPort of its own) or a valid endpoint."""
+    if text:
+        parse_endpoint(text, field)
+    return text
+
+
 def identity_from_proto(message: pb.NameserverBrokerIdentity) -> BrokerIdentity:
     for field, value in (("broker.cluster", message.cluster), ("broker.broker_name", message.broker_name)):
         if not is_valid_topic_name(value):
@@ -120,7 +127,7 @@ def route_to_proto(route: TopicRoute) -> pb.NameserverQueryRouteResponse:
 
 def broker_route_to_proto(route: BrokerRoute) -> pb.NameserverBrokerRoute:
     members = [pb.NameserverBrokerAddress(broker_id=i, address=a.address, client_endpoint=a.client_endpoint,
-                                          tls_client_endpoint=a.tls_client_endpoint)
+                                          tls_client_endpoint=a.tls_client_endpoint, broker_endpoint=a.broker_endpoint)
                for i, a in route.addresses.items()]
     q = route.queue_data
     return pb.NameserverBrokerRoute(cluster=route.cluster, broker_name=route.broker_name, members=members,
@@ -133,7 +140,8 @@ def route_from_proto(message: pb.NameserverQueryRouteResponse) -> TopicRoute:
     """For clients: trusts the nameserver's reply."""
     brokers = []
     for b in message.brokers:
-        addresses = {m.broker_id: BrokerAddress(m.address, m.client_endpoint, m.tls_client_endpoint) for m in b.members}
+        addresses = {m.broker_id: BrokerAddress(m.address, m.client_endpoint, m.tls_client_endpoint, m.broker_endpoint)
+                     for m in b.members}
         queue_data = QueueData(b.read_queue_nums, b.write_queue_nums, b.perm, b.message_type)
         brokers.append(BrokerRoute(b.cluster, b.broker_name, addresses, queue_data, b.enable_acting_master))
     return TopicRoute(message.topic, tuple(brokers))
@@ -144,7 +152,7 @@ def cluster_info_to_proto(info: ClusterInfo) -> pb.NameserverGetClusterInfoRespo
     for group in info.groups:
         members = [pb.NameserverBrokerMember(
             broker_id=m.identity.broker_id, address=m.address, client_endpoint=m.client_endpoint,
-            tls_client_endpoint=m.tls_client_endpoint,
+            tls_client_endpoint=m.tls_client_endpoint, broker_endpoint=m.broker_endpoint,
             last_heartbeat_ms=m.last_heartbeat_ms, heartbeat_timeout_ms=m.heartbeat_timeout_ms,
             topics_version=data_version_to_proto(m.data_version), topic_count=len(m.topics.topics),
         ) for m in group.members]

@@ -3,6 +3,12 @@
 Rules (reference grpc-client-protocol section 4, QueryRoute):
 - Only a group's id-0 member is routed (clients keep ``broker.id == 0`` only); after the
   acting-master rewrite that may be a slave, with a read-only permission.
+- A group whose replicas have endpoints of their own (``listenPort``) is routed with all of
+  them, sorted, whether or not a master is registered at this moment: the official clients
+  open one channel over a queue's addresses and move to the next one when a connection
+  fails, and whichever replica is master serves there (the others relay to it, or hold the
+  call while an election runs).  So a failover changes no route: the queue list clients
+  hash FIFO groups over stays the same, and no client waits for its 30 s route refresh.
 - Queue ``i`` is readable when ``i < readQueueNums`` and writable when ``i < writeQueueNums``,
   each only if the topic's perm allows it (RocketMQ's PermName: 4 read, 2 write).
 - The endpoints are the client endpoints of the container hosting that broker: plaintext,
@@ -28,7 +34,10 @@ def accept_types(message_type: str) -> tuple[MessageType, ...]:
 def queue_routes(route: TopicRoute) -> list[QueueRoute]:
     queues = []
     for broker in route.brokers:
+        own = tuple(sorted({host_port(a.broker_endpoint) for a in broker.addresses.values() if a.broker_endpoint}))
         master = broker.addresses.get(MASTER_ID)
+        if master is None and own:
+            master = broker.addresses[min(broker.addresses)]
         if master is None:
             continue
         endpoint = host_port(master.client_endpoint)
@@ -42,7 +51,7 @@ def queue_routes(route: TopicRoute) -> list[QueueRoute]:
             if queue_id < data.write_queue_nums:
                 perm |= data.perm & PERM_WRITE
             queues.append(QueueRoute(route.topic, queue_id, broker.broker_name, MASTER_ID, perm, types,
-                                     endpoint, tls_endpoint))
+                                     endpoint, tls_endpoint, own))
     return queues
 
 

@@ -106,9 +106,10 @@ class NameserverServicer(pb_grpc.NameserverServiceServicer):
         tls_endpoint = conv.tls_endpoint_from_proto(request.tls_client_endpoint, request.client_endpoint)
         topics = conv.topic_table_from_proto(request, self.driver.config.max_topics_per_registration)
         timeout_ms = conv.heartbeat_timeout_from_proto(request.heartbeat_timeout_ms)
+        broker_endpoint = conv.broker_endpoint_from_proto(request.broker_endpoint)
         decision = self.driver.table.register(identity, request.address, request.client_endpoint, topics,
                                               self.driver.clock.now_ms(), timeout_ms, request.enable_acting_master,
-                                              tls_endpoint)
+                                              tls_endpoint, broker_endpoint)
         reply = self.driver.execute(decision)
         return pb.NameserverRegisterBrokerResponse(master_address=reply.master_address)
 

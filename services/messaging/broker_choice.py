@@ -1,0 +1,65 @@
+"""Which local broker serves a client call, and the routes a container knows by itself.
+
+Rules:
+- A send goes to a local master that has the topic (the client chose this container from
+  the route); with several, the first in configuration order that has it, else the first
+  that creates topics on demand.  A call that arrived on a broker's own endpoint (its
+  ``listenPort``) is *pinned* to that broker: only it serves, and only while it is master
+  (the caller then relays or holds the call, services.messaging.broker_port).
+- A receive, ack or invisibility change names its broker; the local broker of that name
+  serves it (the master when both master and slave of a group are here).
+- When the nameserver cannot be reached, the container answers routes from its own masters
+  rather than failing the client.
+- Pure: views of the local brokers in, a choice out.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from services.broker.api import QueueRoute
+from metadata.topic_config import TopicConfig
+
+Endpoint = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class LocalBroker:
+    """A hosted broker as these rules see it (in configuration order)."""
+    name: str
+    broker_id: int
+    is_master: bool
+    auto_create_topics: bool
+    topic: Callable[[str], "TopicConfig | None"]   # the broker's config of a topic, None when unknown
+
+
+def broker_for_send(brokers: Sequence[LocalBroker], topic: str, pinned: str | None = None) -> int | None:
+    """The index of the local master that takes a send of ``topic``, or None."""
+    masters = [(i, b) for i, b in enumerate(brokers) if b.is_master and (pinned is None or b.name == pinned)]
+    for index, broker in masters:
+        if broker.topic(topic) is not None:
+            return index
+    for index, broker in masters:
+        if broker.auto_create_topics:
+            return index
+    return None
+
+
+def broker_named(brokers: Sequence[LocalBroker], name: str) -> int | None:
+    """The index of the local broker called ``name``: its master when both replicas are here."""
+    candidates = sorted((b.broker_id, i) for i, b in enumerate(brokers) if b.name == name)
+    return candidates[0][1] if candidates else None
+
+
+def local_routes(brokers: Sequence[LocalBroker], topic: str, endpoint: Endpoint,
+                 tls_endpoint: Endpoint | None) -> list[QueueRoute]:
+    """The routes of ``topic`` from this container's masters alone (the nameserver is down)."""
+    routes: list[QueueRoute] = []
+    for broker in brokers:
+        config = broker.topic(topic)
+        if config is None or not broker.is_master:
+            continue
+        for queue_id in range(config.queue_nums):
+            routes.append(QueueRoute(topic, queue_id, broker.name, broker.broker_id, config.perm, config.accepts(),
+                                     endpoint, tls_endpoint))
+    return routes

@@ -1,0 +1,147 @@
+"""A broker's own client endpoint (its ``listenPort``): served here, relayed, or held.
+
+Why: the official clients open one gRPC channel over all the addresses of a queue's broker
+endpoints and let gRPC's pick_first move to the next address when a connection fails.  A
+group's route names the endpoint of every replica, so when the master's container dies the
+channel reconnects to another replica's endpoint within milliseconds -- provided something
+listens there.  Every replica therefore listens, and each call is decided when it arrives:
+
+* the replica here is master (and its pause fence allows): the call is served here, by the
+  client protocol's servicer pinned to this broker (a FIFO group keeps its broker);
+* it copies from a connected master: the call is relayed, bytes unchanged, with the
+  caller's metadata and deadline, to that master container's endpoint for the group (what
+  ``HaService.Locate`` answered); streams (ReceiveMessage, Telemetry) are relayed as streams;
+* neither (the master just died, an election is running, the replica has no role yet): the
+  call is held until the replica becomes master or connects to a new master, at most
+  ``brokerEndpointHoldMillis`` and never past the caller's deadline; then it is served
+  here, which answers with a status the client retries (HA_NOT_AVAILABLE).
+
+Requests are parsed only when served here; a relayed call costs one extra hop, no parse.
+The handlers served here may parse their requests themselves (``services.request_guard``
+registers them without a deserializer, to answer bytes that do not parse); then the raw
+bytes are handed to them as they are.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Callable
+
+import grpc
+
+log = logging.getLogger(__name__)
+LOCAL = "local"
+_HOP_HEADERS = {"content-type", "te", "user-agent", "grpc-accept-encoding", "grpc-encoding", "grpc-timeout"}
+
+
+def relayed_metadata(context) -> tuple[tuple[str, str], ...]:
+    return tuple((k, v) for k, v in context.invocation_metadata()
+                 if not k.startswith(":") and k not in _HOP_HEADERS and not k.startswith("grpc-"))
+
+
+class Relays:
+    """gRPC channels to other containers' broker endpoints, one per address, kept until closed."""
+
+    def __init__(self, options: list[tuple[str, int]]):
+        self._options = options
+        self._channels: dict[str, grpc.aio.Channel] = {}
+
+    def channel(self, address: str) -> grpc.aio.Channel:
+        channel = self._channels.get(address)
+        if channel is None:
+            channel = grpc.aio.insecure_channel(address, options=self._options)
+            self._channels[address] = channel
+        return channel
+
+    async def close(self) -> None:
+        channels, self._channels = list(self._channels.values()), {}
+        for channel in channels:
+            await channel.close()
+
+
+def _parsed(handler: grpc.RpcMethodHandler, raw: bytes):
+    return raw if handler.request_deserializer is None else handler.request_deserializer(raw)
+
+
+class BrokerPortHandler(grpc.GenericRpcHandler):
+    """Decides each call on ``replica``'s endpoint; ``local`` maps method paths to the pinned
+    servicer's handlers (with their (de)serializers)."""
+
+    def __init__(self, replica, local: dict[str, grpc.RpcMethodHandler], relays: Relays, hold_ms: int,
+                 now_s: Callable[[], float]):
+        self.replica, self.local, self.relays, self.hold_ms, self._now_s = replica, local, relays, hold_ms, now_s
+
+    def service(self, handler_call_details):
+        method = handler_call_details.method
+        handler = self.local.get(method)
+        if handler is None:
+            return None
+        if handler.request_streaming and handler.response_streaming:
+            return grpc.stream_stream_rpc_method_handler(self._bidi(method, handler))
+        if handler.response_streaming:
+            return grpc.unary_stream_rpc_method_handler(self._stream(method, handler))
+        return grpc.unary_unary_rpc_method_handler(self._unary(method, handler))
+
+    async def target(self, context) -> str:
+        """LOCAL, or the endpoint to relay to; waits (bounded) while there is neither."""
+        remaining = context.time_remaining()
+        hold_s = self.hold_ms / 1000 if remaining is None else min(self.hold_ms / 1000, max(0.0, remaining - 0.2))
+        deadline = self._now_s() + hold_s
+        while True:
+            replica = self.replica
+            if replica.is_master and (replica.fence is None or replica.fence.writable(int(self._now_s() * 1000))):
+                return LOCAL
+            endpoint = replica.relay_endpoint()
+            if endpoint:
+                return endpoint
+            left = deadline - self._now_s()
+            if left <= 0:
+                return LOCAL
+            await replica.wait_changed(left)
+
+    def _unary(self, method: str, handler: grpc.RpcMethodHandler):
+        async def behaviour(raw: bytes, context):
+            where = await self.target(context)
+            if where == LOCAL:
+                response = await handler.unary_unary(_parsed(handler, raw), context)
+                return handler.response_serializer(response)
+            call = self.relays.channel(where).unary_unary(method)
+            try:
+                return await call(raw, metadata=relayed_metadata(context), timeout=context.time_remaining())
+            except grpc.aio.AioRpcError as failure:
+                await context.abort(failure.code(), f"relayed to {where}: {failure.details()}")
+        return behaviour
+
+    def _stream(self, method: str, handler: grpc.RpcMethodHandler):
+        async def behaviour(raw: bytes, context):
+            where = await self.target(context)
+            if where == LOCAL:
+                async for response in handler.unary_stream(_parsed(handler, raw), context):
+                    yield handler.response_serializer(response)
+                return
+            call = self.relays.channel(where).unary_stream(method)(
+                raw, metadata=relayed_metadata(context), timeout=context.time_remaining())
+            try:
+                async for chunk in call:
+                    yield chunk
+            except grpc.aio.AioRpcError as failure:
+                await context.abort(failure.code(), f"relayed to {where}: {failure.details()}")
+        return behaviour
+
+    def _bidi(self, method: str, handler: grpc.RpcMethodHandler):
+        async def behaviour(request_iterator, context):
+            where = await self.target(context)
+            if where == LOCAL:
+                parsed = (request_iterator if handler.request_deserializer is None
+                          else (handler.request_deserializer(raw) async for raw in request_iterator))
+                async for response in handler.stream_stream(parsed, context):
+                    yield handler.response_serializer(response)
+                return
+            call = self.relays.channel(where).stream_stream(method)(
+                request_iterator, metadata=relayed_metadata(context), timeout=context.time_remaining())
+            try:
+                async for chunk in call:
+                    yield chunk
+            except grpc.aio.AioRpcError as failure:
+                await context.abort(failure.code(), f"relayed to {where}: {failure.details()}")
+        return behaviour

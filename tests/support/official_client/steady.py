@@ -1,0 +1,163 @@
+"""The official Python client under a steady load, for failover tests and benchmarks.
+
+``python steady.py produce --endpoint H:P --topic T --fifo-topic F --rate 200 --seconds 30``
+sends NORMAL messages to T at ``--rate`` per second (``send_async``, at most ``--in-flight``
+outstanding, as an application with a steady stream would) and FIFO messages to F, one at a
+time per message group (``--groups``), each retried until acknowledged (a FIFO application
+does not skip a message).  ``consume`` receives both topics with a SimpleConsumer and acks
+every message.  Bodies are ``kind:group:seq``; every event is one ``@@{json}`` line with
+``t`` = time.monotonic() (CLOCK_MONOTONIC, shared by the processes of one machine).
+The client keeps its default settings: request timeout 3 s, its own retries.  Imports only
+the official client and the standard library; stops on SIGTERM or after ``--seconds``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+import time
+
+from rocketmq import ClientConfiguration, Credentials, FilterExpression, Message, Producer, SimpleConsumer
+
+_OUT = threading.Lock()
+STOP = threading.Event()
+
+
+def emit(event: str, **fields) -> None:
+    line = "@@" + json.dumps({"event": event, "t": time.monotonic(), **fields}, sort_keys=True) + "\n"
+    with _OUT:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+
+
+def message(topic: str, body: str, size: int, group: str | None = None) -> Message:
+    m = Message()
+    m.topic = topic
+    m.body = body.encode().ljust(size, b".")
+    if group:
+        m.message_group = group
+    return m
+
+
+def normal_loop(producer: Producer, args) -> None:
+    slots = threading.BoundedSemaphore(args.in_flight)
+    period, next_at, seq = 1.0 / args.rate, time.monotonic(), 0
+    while not STOP.is_set():
+        delay = next_at - time.monotonic()
+        if delay > 0:
+            STOP.wait(delay)
+        next_at += period
+        if not slots.acquire(timeout=1.0):
+            continue
+        seq += 1
+        body = f"normal::{seq}"
+        sent_at = time.monotonic()
+
+        def done(future, body=body, sent_at=sent_at) -> None:
+            slots.release()
+            try:
+                receipt = future.result()
+            except Exception as failure:  # noqa: BLE001 - reported, the message is given up
+                emit("fail", kind="normal", body=body, sent=sent_at, error=type(failure).__name__)
+                return
+            emit("ack", kind="normal", body=body, sent=sent_at, id=receipt.message_id,
+                 queue=str(receipt.message_queue) if receipt.message_queue else "")
+        try:
+            producer.send_async(message(args.topic, body, args.size)).add_done_callback(done)
+        except Exception as failure:  # noqa: BLE001
+            slots.release()
+            emit("fail", kind="normal", body=body, sent=sent_at, error=type(failure).__name__)
+
+
+def fifo_loop(producer: Producer, args, group: str) -> None:
+    seq = 0
+    while not STOP.is_set():
+        seq += 1
+        body = f"fifo:{group}:{seq}"
+        while not STOP.is_set():
+            sent_at = time.monotonic()
+            try:
+                receipt = producer.send(message(args.fifo_topic, body, args.size, group))
+            except Exception as failure:  # noqa: BLE001 - a FIFO application retries the same message
+                emit("fail", kind="fifo", body=body, sent=sent_at, error=type(failure).__name__)
+                STOP.wait(args.retry_pause_s)
+                continue
+            emit("ack", kind="fifo", body=body, sent=sent_at, id=receipt.message_id,
+                 queue=str(receipt.message_queue) if receipt.message_queue else "")
+            break
+        if args.fifo_rate:
+            STOP.wait(1.0 / args.fifo_rate)
+
+
+def produce(args) -> int:
+    topics = tuple(t for t in (args.topic, args.fifo_topic) if t)
+    producer = Producer(ClientConfiguration(args.endpoint, Credentials()), topics)
+    producer.startup()
+    emit("started", role="producer")
+    threads = []
+    if args.topic and args.rate:
+        threads.append(threading.Thread(target=normal_loop, args=(producer, args), daemon=True))
+    for index in range(args.groups if args.fifo_topic else 0):
+        threads.append(threading.Thread(target=fifo_loop, args=(producer, args, f"g{index}"), daemon=True))
+    for thread in threads:
+        thread.start()
+    STOP.wait(args.seconds)
+    STOP.set()
+    for thread in threads:
+        thread.join(timeout=10)
+    time.sleep(0.5)  # let the last callbacks report
+    producer.shutdown()
+    emit("stopped", role="producer")
+    return 0
+
+
+def consume(args) -> int:
+    subscriptions = {t: FilterExpression() for t in (args.topic, args.fifo_topic) if t}
+    consumer = SimpleConsumer(ClientConfiguration(args.endpoint, Credentials()), args.group, subscriptions,
+                              await_duration=args.await_s)
+    consumer.startup()
+    emit("started", role="consumer")
+    while not STOP.is_set():
+        try:
+            messages = consumer.receive(32, args.invisible_s) or []
+        except Exception as failure:  # noqa: BLE001 - a consumer keeps polling
+            emit("receive-fail", error=type(failure).__name__)
+            STOP.wait(0.05)
+            continue
+        for received in messages:
+            body = received.body.rstrip(b".").decode()
+            emit("recv", body=body, attempt=received.delivery_attempt, id=received.message_id)
+            try:
+                consumer.ack(received)
+            except Exception as failure:  # noqa: BLE001 - redelivered later: counted as a duplicate
+                emit("ack-fail", body=body, error=type(failure).__name__)
+    consumer.shutdown()
+    emit("stopped", role="consumer")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=("produce", "consume"))
+    parser.add_argument("--endpoint", required=True)
+    parser.add_argument("--topic", default="")
+    parser.add_argument("--fifo-topic", default="")
+    parser.add_argument("--group", default="steady-group")
+    parser.add_argument("--rate", type=float, default=100.0, help="NORMAL sends per second")
+    parser.add_argument("--fifo-rate", type=float, default=0.0, help="FIFO sends per second per group (0: as fast as acked)")
+    parser.add_argument("--groups", type=int, default=1)
+    parser.add_argument("--in-flight", type=int, default=64)
+    parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--retry-pause-s", type=float, default=0.0)
+    parser.add_argument("--await-s", type=int, default=5)
+    parser.add_argument("--invisible-s", type=int, default=10)
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: STOP.set())
+    return produce(args) if args.mode == "produce" else consume(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -30,9 +30,11 @@ EXAMPLES = settings(max_examples=120, deadline=None, suppress_health_check=[Heal
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory):
     root = tmp_path_factory.mktemp("bad-requests")
-    container = InProcessContainer(root / "container")
+    broker_port = free_port()  # broker-a's own endpoint (services/messaging/broker_port.py)
+    container = InProcessContainer(root / "container", brokers=[{"brokerName": "broker-a", "listenPort": broker_port}])
     controller = InProcessController(root / "controller", free_port())
     channels = {"client": grpc.insecure_channel(container.client), "admin": grpc.insecure_channel(container.admin),
+                "broker": grpc.insecure_channel(f"127.0.0.1:{broker_port}"),
                 "namesrv": grpc.insecure_channel(container.namesrv), "controller": grpc.insecure_channel(controller.address)}
     yield container, controller, channels
     for channel in channels.values():
@@ -79,6 +81,18 @@ def test_client_protocol(servers):
     methods = methods_of(messaging_service_pb2, "MessagingService", examples)
     fuzz(channels["client"], methods, status_in_response=True, metadata=CLIENT_METADATA)
     reply = unary(channels["client"], "/apache.rocketmq.v2.MessagingService/Heartbeat",
+                  messaging_service_pb2.HeartbeatRequest(), messaging_service_pb2.HeartbeatResponse, CLIENT_METADATA)
+    assert reply.status.code == 20000
+
+
+def test_client_protocol_on_the_brokers_own_endpoint(servers):
+    _, _, channels = servers
+    nosuch = messaging_definition_pb2.Resource(name="nosuch")
+    examples = {"ReceiveMessage": messaging_service_pb2.ReceiveMessageRequest(
+        group=nosuch, message_queue=messaging_definition_pb2.MessageQueue(topic=nosuch))}
+    methods = methods_of(messaging_service_pb2, "MessagingService", examples)
+    fuzz(channels["broker"], methods, status_in_response=True, metadata=CLIENT_METADATA)
+    reply = unary(channels["broker"], "/apache.rocketmq.v2.MessagingService/Heartbeat",
                   messaging_service_pb2.HeartbeatRequest(), messaging_service_pb2.HeartbeatResponse, CLIENT_METADATA)
     assert reply.status.code == 20000
 

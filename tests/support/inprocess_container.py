@@ -31,10 +31,11 @@ class BackgroundLoop:
 class InProcessContainer:
     """One container with an embedded nameserver and broker-a (master), on loopback."""
 
-    def __init__(self, data_dir: Path, extra: dict | None = None):
+    def __init__(self, data_dir: Path, extra: dict | None = None, brokers: list[dict] | None = None):
         from container.cli_container import build_container
 
-        self.spec = ContainerProcess(data_dir, extra={"haListenPort": 0, **(extra or {})})
+        self.spec = ContainerProcess(data_dir, brokers=brokers or [{"brokerName": "broker-a"}],
+                                     extra={"haListenPort": 0, **(extra or {})})
         self.container = build_container(str(self.spec.write_config()), None)
         self.background = BackgroundLoop()
         self.background.run(self.container.start())

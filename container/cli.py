@@ -1,8 +1,16 @@
 """``relaymq``: the command line.
 
-Each family of subcommands lives in its own module with a ``register(subparsers)``
-function; this module only assembles them and turns the errors users can cause into one
-clear line and a non-zero exit code (never a traceback).
+Each family of subcommands lives in its own module with a ``register(subparsers,
+admin_subparsers)`` function; this module only assembles them and turns the errors users
+can cause into one clear line and a non-zero exit code (never a traceback).
+
+Rules:
+- ``relaymq`` or ``relaymq admin`` alone print their help and exit 0; ``--version`` prints
+  the installed version.
+- Commands are kebab-case.  A command may keep an old name as a visible alias
+  (``list-topic`` for ``topic-list``) and answer to mqadmin's camelCase name
+  (``topicList``) as a hidden one; an option may keep an old spelling hidden from help
+  (:data:`HIDDEN_OPTION_STRINGS`, or an action's own ``hidden_option_strings``).
 """
 from __future__ import annotations
 
@@ -10,14 +18,18 @@ import argparse
 import importlib
 import sys
 
-# (module, what it adds); each module has register(subparsers) -> None
+# (module, what it adds); each module has register(subparsers, admin_subparsers) -> None
 SUBCOMMAND_MODULES = (
     "container.cli_container",  # container, namesrv
-    "container.cli_admin",  # admin ...
+    "container.cli_admin",  # admin: topics, groups, add/remove broker
+    "container.cli_status",  # admin: topic-list, topic-route, topic-status, consumer-progress, cluster-list, broker-status
+    "container.cli_ops",  # admin: offsets, messages, connections, broker config
     "container.cli_ha",  # admin ha-status
     "container.cli_controller",  # controller, admin controller commands
     "container.cli_offset_diff",  # offset-diff
 )
+# old option spellings still accepted, not shown in help
+HIDDEN_OPTION_STRINGS = frozenset({"--broker-name", "-bn"})
 
 
 class CliError(Exception):
@@ -28,17 +40,52 @@ class CliError(Exception):
         self.code = code
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    def _format_action_invocation(self, action: argparse.Action) -> str:
+        hidden = HIDDEN_OPTION_STRINGS | getattr(action, "hidden_option_strings", frozenset())
+        shown = [s for s in action.option_strings if s not in hidden]
+        if shown != list(action.option_strings):
+            action = argparse.Action(shown, action.dest, action.nargs, metavar=action.metavar, help=action.help)
+        return super()._format_action_invocation(action)
+
+
+def add_command(subparsers: argparse._SubParsersAction, name: str, help_text: str, aliases: tuple[str, ...] = (),
+                hidden_aliases: tuple[str, ...] = ()) -> argparse.ArgumentParser:
+    """A subcommand with visible ``aliases`` and ``hidden_aliases`` that only the parser knows."""
+    parser = subparsers.add_parser(name, help=help_text, aliases=list(aliases), formatter_class=HelpFormatter,
+                                   description=help_text)
+    for alias in hidden_aliases:
+        subparsers._name_parser_map[alias] = parser
+    return parser
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("relaymq")
+    except Exception:  # noqa: BLE001 - running from a checkout without installing
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="relaymq", description="RelayMQ: a RocketMQ 5 compatible message broker")
+    parser = argparse.ArgumentParser(prog="relaymq", description="RelayMQ: a RocketMQ 5 compatible message broker",
+                                     formatter_class=HelpFormatter)
+    parser.add_argument("--version", action="version", version=f"relaymq {_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    subparsers.required = True
-    admin = subparsers.add_parser("admin", help="administer a running cluster")
+    admin = subparsers.add_parser("admin", help="administer a running cluster (mqadmin's operations)",
+                                  formatter_class=HelpFormatter)
     admin_sub = admin.add_subparsers(dest="admin_command", metavar="ADMIN_COMMAND")
-    admin_sub.required = True
-    parser.set_defaults(admin_subparsers=admin_sub)
+    parser.set_defaults(handler=lambda args: _help(parser))
+    admin.set_defaults(handler=lambda args: _help(admin))
     for name in SUBCOMMAND_MODULES:
         importlib.import_module(name).register(subparsers, admin_sub)
     return parser
+
+
+def _help(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

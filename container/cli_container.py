@@ -1,7 +1,10 @@
-"""``relaymq container -c FILE``: run a BrokerContainer until SIGTERM or SIGINT.
+"""``relaymq container -c FILE`` and ``relaymq namesrv -c FILE``: run a BrokerContainer or a
+standalone nameserver until SIGTERM or SIGINT.
 
 A bad file, key or value, or a busy port, is one line naming the file, the key and the
-reason, and exit code 2; nothing is started and no data is touched.  SIGTERM and SIGINT
+reason, and exit code 2; nothing is started and no data is touched.  A store another
+process holds (``store.directory_lock``) is one line naming the directory and the holder's
+pid, and exit code 1: the second process reads nothing of it.  SIGTERM and SIGINT
 stop accepting, drain, flush and exit 0.
 """
 from __future__ import annotations
@@ -10,9 +13,11 @@ import asyncio
 import logging
 import signal
 import sys
+from typing import Any
 
 from container.cli import CliError
 from metadata.config import ConfigError
+from store.directory_lock import DirectoryLocked
 
 log = logging.getLogger("relaymq.container")
 
@@ -23,6 +28,10 @@ def register(subparsers, admin_subparsers) -> None:
     parser.add_argument("-b", "--broker-config-paths", metavar="PATHS", help="':'-separated broker files (overrides brokerConfigPaths)")
     parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     parser.set_defaults(handler=run_container_command)
+    parser = subparsers.add_parser("namesrv", help="run a standalone nameserver from a config file")
+    parser.add_argument("-c", "--config", required=True, metavar="FILE", help="nameserver config (.toml or .properties)")
+    parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    parser.set_defaults(handler=run_namesrv_command)
 
 
 def configure_logging(level: str) -> None:
@@ -82,6 +91,8 @@ def run_container_command(args) -> int:
         _run(serve(container))
     except ConfigError as exc:
         raise CliError(str(exc), 2) from None
+    except DirectoryLocked as exc:
+        raise CliError(str(exc), 1) from None
     return 0
 
 
@@ -92,3 +103,68 @@ def _run(coroutine) -> None:
         asyncio.run(coroutine)
         return
     uvloop.run(coroutine)
+
+
+# ---------------------------------------------------------------- relaymq namesrv
+
+def _load_namesrv_config(path: str) -> tuple[Any, Any]:
+    """(NamesrvConfig, controller config or None); ConfigError names the file, key and reason."""
+    from container.config_loader import load_config_file
+    from metadata.config import ConfigError, unknown_keys
+    from services.nameserver.config import NamesrvConfig, namesrv_config
+
+    values = load_config_file(path)
+    config = namesrv_config(values, path)
+    known: list[type] = [NamesrvConfig]
+    controller = None
+    if config.enable_controller_in_namesrv:
+        try:
+            from services.controller.config import ControllerConfig, controller_config
+        except ImportError:
+            raise ConfigError(path, "enableControllerInNamesrv", "this build has no controller") from None
+        known.append(ControllerConfig)
+        controller = controller_config(values, path)
+    unknown = unknown_keys(values, *known)
+    if unknown:
+        raise ConfigError(path, unknown[0], "unknown key")
+    return config, controller
+
+
+async def _serve_namesrv(config: Any, controller: Any) -> None:
+    from services.nameserver.server import NameserverStartError, start_nameserver
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        handle = await start_nameserver(config, controller_config=controller)
+    except NameserverStartError as exc:
+        raise CliError(f"listenPort: {exc}", 1) from None
+    if config.metrics_port:
+        from prometheus_client import start_http_server
+        from services.metrics import REGISTRY
+
+        start_http_server(config.metrics_port, addr=config.bind_address, registry=REGISTRY)
+    print(f"relaymq: nameserver listening on {handle.address}", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        await handle.stop()
+
+
+def run_namesrv_command(args: Any) -> int:
+    logging.basicConfig(level=getattr(logging, args.log_level), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        config, controller = _load_namesrv_config(args.config)
+    except ConfigError as exc:
+        raise CliError(str(exc), 2) from None
+    try:
+        import uvloop
+        uvloop.run(_serve_namesrv(config, controller))
+    except CliError as exc:
+        raise CliError(f"{args.config}: {exc}", exc.code) from None
+    except DirectoryLocked as exc:
+        raise CliError(str(exc), 1) from None
+    return 0

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from container.cli import CliError
 from metadata.config import ConfigError, unknown_keys
+from store.directory_lock import DirectoryLocked
 
 log = logging.getLogger("relaymq.controller")
 
@@ -28,26 +29,46 @@ def register(subparsers, admin_subparsers) -> None:
     parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     parser.set_defaults(handler=run_controller_command)
 
-    def admin(name: str, help_text: str, handler):
-        sub = admin_subparsers.add_parser(name, help=help_text)
-        sub.add_argument("--controller", "-a", required=True, metavar="HOST:PORT[;HOST:PORT...]",
+    from container.cli import add_command
+    from container.cli_admin import broker_name, cluster_name, host_ports, in_range
+
+    def admin(name: str, help_text: str, handler, camel: str):
+        sub = add_command(admin_subparsers, name, help_text, hidden_aliases=(camel,))
+        sub.add_argument("--controller", "-a", required=True, type=host_ports, metavar="HOST:PORT[;HOST:PORT...]",
                          help="any controller member(s); the leader is found from them")
-        sub.add_argument("--json", action="store_true", help="machine-readable output")
+        sub.add_argument("--json", action="store_true", help="print one JSON document")
         sub.set_defaults(handler=handler)
         return sub
 
-    admin("get-controller-metadata", "show the controller group's leader and peers", cmd_metadata)
-    sub = admin("get-sync-state-set", "show broker sets' master, epochs and SyncStateSet", cmd_sync_state_set)
-    sub.add_argument("--broker-name", "-b", action="append", default=[], help="broker set (repeatable; default all)")
-    sub = admin("elect-master", "elect a designated broker as master of its set", cmd_elect_master)
-    sub.add_argument("--cluster", "-c", default="", help="cluster name")
-    sub.add_argument("--broker-name", "-bn", required=True, help="broker set")
-    sub.add_argument("--broker-id", "-b", required=True, type=int, help="controller broker id to elect")
-    sub = admin("clean-broker-metadata", "remove broker ids (or a whole set) from the controller", cmd_clean)
-    sub.add_argument("--cluster", "-c", default="", help="cluster name")
-    sub.add_argument("--broker-name", "-bn", required=True, help="broker set")
-    sub.add_argument("--broker-ids", "-b", default="", help="ids to clean, '1;2'; default the whole set")
+    # --broker is the broker name here as in every admin command; --broker-name and -bn, the
+    # old spellings, stay accepted (hidden).  -b was the broker id(s) in elect-master and
+    # clean-broker-metadata: it keeps that meaning there, hidden, so old scripts do what they did.
+    admin("get-controller-metadata", "show the controller group's leader and peers", cmd_metadata, "getControllerMetaData")
+    sub = admin("get-sync-state-set", "show broker sets' master, epochs and SyncStateSet", cmd_sync_state_set,
+                "getSyncStateSet")
+    sub.add_argument("--broker", "-b", "--broker-name", dest="broker", action="append", default=[], type=broker_name,
+                     help="broker set (repeatable; default all)")
+    sub = admin("elect-master", "elect a designated broker as master of its set", cmd_elect_master, "electMaster")
+    sub.add_argument("--cluster", "-c", default=None, type=cluster_name, help="cluster name")
+    sub.add_argument("--broker", "--broker-name", "-bn", dest="broker", required=True, type=broker_name, help="broker set")
+    sub.add_argument("--broker-id", "-b", required=True, type=in_range(1, 2**31 - 1),
+                     help="controller broker id to elect (>= 1)").hidden_option_strings = {"-b"}
+    sub = admin("clean-broker-metadata", "remove broker ids (or a whole set) from the controller", cmd_clean,
+                "cleanBrokerMetadata")
+    sub.add_argument("--cluster", "-c", default=None, type=cluster_name, help="cluster name")
+    sub.add_argument("--broker", "--broker-name", "-bn", dest="broker", required=True, type=broker_name, help="broker set")
+    sub.add_argument("--broker-ids", "-b", default="", type=_broker_ids,
+                     help="ids to clean, '1;2'; default the whole set").hidden_option_strings = {"-b"}
     sub.add_argument("--clean-living-broker", "-l", action="store_true", help="also clean brokers still alive")
+
+
+def _broker_ids(text: str) -> str:
+    import argparse
+
+    parts = [p.strip() for p in text.split(";") if p.strip()]
+    if not all(p.isdigit() and 0 < int(p) < 2**31 for p in parts):
+        raise argparse.ArgumentTypeError(f"{text!r} is not broker ids separated by ';' (each >= 1)")
+    return ";".join(parts)
 
 
 # -- running a member --------------------------------------------------------------------------
@@ -78,6 +99,11 @@ async def serve_controller(config) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     handle = await start_controller(config)
+    if config.metrics_port:
+        from prometheus_client import start_http_server
+        from services.metrics import REGISTRY
+
+        start_http_server(config.metrics_port, addr=config.self_peer.host, registry=REGISTRY)
     print(f"relaymq: controller {config.self_id} ready on {config.self_peer.host}:{handle.port} "
           f"(group {config.group}, store {config.store_path})", flush=True)
     stopping = asyncio.ensure_future(stop.wait())
@@ -100,6 +126,8 @@ def run_controller_command(args) -> int:
         asyncio.run(serve_controller(config))
     except ConfigError as exc:
         raise CliError(str(exc), 2) from None
+    except DirectoryLocked as exc:
+        raise CliError(str(exc), 1) from None
     except OSError as exc:
         raise CliError(f"{args.config}: {exc}", 2) from None
     return 0
@@ -111,7 +139,7 @@ def _admin(args, work) -> int:
     from services.controller.client import ControllerClient, ControllerClientError, parse_addresses
 
     try:
-        addresses = parse_addresses(args.controller)
+        addresses = parse_addresses(";".join(args.controller))
     except ValueError as exc:
         raise CliError(f"--controller: {exc}", 2) from None
 
@@ -160,7 +188,7 @@ def cmd_sync_state_set(args) -> int:
     from proto import controller_pb2 as pb
 
     async def work(client):
-        reply = await client.call("GetSyncStateData", pb.GetSyncStateDataRequest(broker_names=args.broker_name))
+        reply = await client.call("GetSyncStateData", pb.GetSyncStateDataRequest(broker_names=args.broker))
         status, ok = _status(reply)
         groups = [dict(_view(g.view), replicas=[{"brokerId": r.broker_id, "address": r.address, "alive": r.alive,
                                                  "inSync": r.in_sync} for r in g.replicas]) for g in reply.groups]
@@ -177,15 +205,12 @@ def cmd_sync_state_set(args) -> int:
 def cmd_elect_master(args) -> int:
     from proto import controller_pb2 as pb
 
-    if args.broker_id < 1:
-        raise CliError("--broker-id must be >= 1", 2)
-
     async def work(client):
         reply = await client.call("ElectMaster", pb.ElectMasterRequest(
-            cluster_name=args.cluster, broker_name=args.broker_name, broker_id=args.broker_id, designate_elect=True))
+            cluster_name=args.cluster or "", broker_name=args.broker, broker_id=args.broker_id, designate_elect=True))
         status, ok = _status(reply)
         doc = {"status": status, "view": _view(reply.view) if reply.HasField("view") else None}
-        text = (f"elected master {reply.view.master_broker_id} of {args.broker_name} at {reply.view.master_address}, "
+        text = (f"elected master {reply.view.master_broker_id} of {args.broker} at {reply.view.master_address}, "
                 f"masterEpoch {reply.view.master_epoch}" if ok else f"error {status['codeName']}: {status['remark']}")
         return doc, text, ok
     return _admin(args, work)
@@ -196,10 +221,10 @@ def cmd_clean(args) -> int:
 
     async def work(client):
         reply = await client.call("CleanBrokerData", pb.CleanBrokerDataRequest(
-            cluster_name=args.cluster, broker_name=args.broker_name, broker_ids_to_clean=args.broker_ids,
+            cluster_name=args.cluster or "", broker_name=args.broker, broker_ids_to_clean=args.broker_ids,
             clean_living_broker=args.clean_living_broker))
         status, ok = _status(reply)
-        text = f"cleaned {args.broker_ids or 'all of'} {args.broker_name}" if ok else \
+        text = f"cleaned {args.broker_ids or 'all of'} {args.broker}" if ok else \
             f"error {status['codeName']}: {status['remark']}"
         return {"status": status}, text, ok
     return _admin(args, work)

@@ -4,7 +4,9 @@ Rules: the members come from the nameserver's cluster info; each member's contai
 asked for its broker status (``BrokerStatus``), whose ``ha`` part the replication driver
 fills.  Lag in bytes is the master's max offset minus the slave's acknowledged offset;
 lag in messages is the difference of the sums of every consume queue's max offset.  A
-container that does not answer is shown as UNREACHABLE, never a traceback.
+container that does not answer is shown as UNREACHABLE; a group with no registered master
+shows its master as NOT_REGISTERED, and a slave its master remembers but the nameserver
+does not list is shown as NOT_REGISTERED too; never a traceback.
 """
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ import asyncio
 import json
 from typing import Any
 
-from container.cli_admin import _add, _admin_call, _emit, _members, _run, table
+from container.cli import CliError
+from container.cli_admin import _add, _admin_call, _emit, _members, _run, broker_option, cluster_option, table
 from proto import admin_pb2 as apb
 from services.admin.client import AdminError
 
@@ -48,8 +51,21 @@ def _slave_row(member: Any, own: dict | None, master: dict | None) -> dict:
     return row
 
 
+def _unregistered_slaves(group: dict, registered: set[int], master: dict | None) -> list[dict]:
+    """Slaves the master remembers (its status lists every slave that ever connected) but the
+    nameserver no longer lists."""
+    return [{"brokerId": s["slaveId"], "address": s.get("address") or "", "state": "NOT_REGISTERED", "lastClose": "",
+             "maxOffset": None, "confirmOffset": None, "connected": bool(s["connected"]),
+             "inSyncStateSet": bool(s["inSyncStateSet"]), "learner": bool(s["learner"]), "ackOffset": s["ackOffset"],
+             "lagBytes": max(0, master["maxOffset"] - s["ackOffset"]), "lagMessages": None}
+            for s in (master or {}).get("slaves", []) if s["slaveId"] not in registered]
+
+
 async def collect(args: Any) -> list[dict]:
     members = [m for m in await _members(args, args.cluster) if not args.broker or m.broker_name == args.broker]
+    if not members and (args.broker or args.cluster):
+        which = f"broker {args.broker}" if args.broker else f"cluster {args.cluster}"
+        raise CliError(f"{which} is not registered at nameserver {';'.join(args.namesrv)}", 1)
     statuses = await asyncio.gather(*(_member_status(m, args.timeout_ms) for m in members))
     groups: dict[tuple[str, str], dict] = {}
     for member, status in zip(members, statuses):
@@ -64,6 +80,10 @@ async def collect(args: Any) -> list[dict]:
         replicas = sorted(group.pop("_members"), key=lambda pair: pair[0].broker_id)
         master_status = next((s for m, s in replicas if m.broker_id == 0), None)
         group["slaves"] = [_slave_row(m, s, master_status) for m, s in replicas if m.broker_id != 0]
+        group["slaves"] += _unregistered_slaves(group, {m.broker_id for m, _ in replicas}, master_status)
+        if group["master"] is None:
+            group["master"] = {"brokerId": 0, "address": "", "state": "NOT_REGISTERED"}
+        group["servable"] = group["master"].get("state") not in ("UNREACHABLE", "NOT_REGISTERED")
     return [groups[key] for key in sorted(groups)]
 
 
@@ -71,21 +91,34 @@ def _render(document: dict) -> str:
     blocks = []
     for group in document["groups"]:
         master = group["master"] or {}
-        head = (f"{group['brokerName']} ({group['cluster']}): master {master.get('address', 'none')} "
-                f"{master.get('brokerRole', '')} max {master.get('maxOffset', '?')} confirm {master.get('confirmOffset', '?')} "
-                f"SyncStateSet {master.get('syncStateSet', '?')}")
-        rows = [[s["brokerId"], s["address"], s["state"], "yes" if s["connected"] else "no", s["ackOffset"],
-                 s["lagBytes"], s["lagMessages"], "yes" if s["inSyncStateSet"] else ("learner" if s["learner"] else "no")] for s in group["slaves"]]
-        blocks.append(head + "\n" + table(["SLAVE", "ADDRESS", "STATE", "CONNECTED", "ACK OFFSET", "LAG BYTES",
+        if group["servable"]:
+            head = (f"{group['brokerName']} ({group['cluster']}): master {master.get('address', 'none')} "
+                    f"{master.get('brokerRole', '')} max {master.get('maxOffset', '?')} confirm {master.get('confirmOffset', '?')} "
+                    f"SyncStateSet {master.get('syncStateSet', '?')}")
+        else:
+            where = f" at {master['address']}" if master.get("address") else ""
+            head = (f"{group['brokerName']} ({group['cluster']}): master{where} {master['state']}: nothing can be written "
+                    f"or consumed here until it returns; the slaves below hold its messages")
+        rows = [[s["brokerId"], s["address"], s["state"], "yes" if s["connected"] else "no", _dash(s["maxOffset"]),
+                 _dash(s["ackOffset"]), _dash(s["lagBytes"]), _dash(s["lagMessages"]),
+                 "yes" if s["inSyncStateSet"] else ("learner" if s["learner"] else "no")] for s in group["slaves"]]
+        blocks.append(head + "\n" + table(["SLAVE", "ADDRESS", "STATE", "CONNECTED", "MAX OFFSET", "ACK OFFSET", "LAG BYTES",
                                            "LAG MESSAGES", "IN SET"], rows))
     return "\n\n".join(blocks) or "no broker group registered"
 
 
+def _dash(value: Any) -> Any:
+    return "-" if value is None else value
+
+
 def ha_status(args: Any) -> int:
-    return _emit(args, {"groups": _run(collect(args))}, _render)
+    groups = _run(collect(args))
+    return _emit(args, {"groups": groups, "complete": all(g["servable"] and all(s["state"] not in ("UNREACHABLE", "NOT_REGISTERED")
+                                                                          for s in g["slaves"]) for g in groups)}, _render)
 
 
 def register(subparsers: Any, admin_subparsers: Any) -> None:
     p = _add(admin_subparsers, "ha-status", ha_status, "per broker group: master, slaves' acked offsets, lag, connection",
-             True)
-    p.add_argument("-b", "--broker", help="only this broker name")
+             hidden_aliases=("haStatus",))
+    cluster_option(p)
+    broker_option(p, help_text="only this broker group")

@@ -15,6 +15,14 @@ Rules:
   no Spark), one made from files by spark_tools/offset_apply.py.
 - Exit codes: 0 in sync, 1 tool or input error (a CliError), 2 diverged but safe,
   3 needs a human.  ``--apply``: 0 applied, 1 unusable plan, 3 needs a human (re-plan).
+- Progress goes to stderr, one line per stage with the seconds since start (fetching,
+  reading, starting Spark, diffing, writing); ``--quiet`` keeps it silent.  The report
+  stays alone on stdout.
+- Spark binds to loopback by default with a local master (``SPARK_LOCAL_IP`` and
+  ``spark.driver.bindAddress``/``spark.driver.host``, so the driver's ports are not
+  reachable from the network and Spark does not warn about the address it picked);
+  ``--bind-address`` or an exported ``SPARK_LOCAL_IP`` overrides it.  A cluster master
+  (``--master spark://...``) binds where ``--bind-address`` says, else where Spark decides.
 """
 from __future__ import annotations
 
@@ -23,6 +31,7 @@ import dataclasses
 import importlib
 
 DEFAULT_MASTER = "local[*]"
+LOOPBACK = "127.0.0.1"
 DEFAULT_DRIVER_MEMORY = "4g"  # 10M keys x 3 replicas: 94 s wall with 4g, 221 s with Spark's 1g (bench/)
 EXIT_ERROR = 1
 
@@ -49,8 +58,45 @@ def _add_fetch_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fetch-concurrency", type=int, default=8, metavar="N", help="replicas fetched at once (default 8)")
     parser.add_argument("--apply-timeout-ms", type=int, default=10_000, metavar="MS",
                         help="--apply of a live plan: deadline of each call to a master (default 10000)")
+    parser.add_argument("--bind-address", metavar="ADDRESS", type=_address,
+                        help="address the Spark driver binds (default: $SPARK_LOCAL_IP, else 127.0.0.1 with a local master)")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--driver-memory", default=DEFAULT_DRIVER_MEMORY, metavar="SIZE",
                         help=f"JVM heap of the in-process Spark driver (default {DEFAULT_DRIVER_MEMORY}; Spark's own 1g spills at 10M keys)")
+
+
+def _address(text: str) -> str:
+    import ipaddress
+
+    try:
+        return str(ipaddress.ip_address(text.strip("[]")))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an IP address") from None
+
+
+class Progress:
+    """``offset-diff [3.2 s]: diffing 3 replicas`` on stderr, one line per stage."""
+
+    def __init__(self, quiet: bool):
+        import time
+
+        self.quiet, self.started, self._clock = quiet, time.monotonic(), time.monotonic
+
+    def __call__(self, stage: str) -> None:
+        if not self.quiet:
+            import sys
+
+            print(f"offset-diff [{self._clock() - self.started:.1f} s]: {stage}", file=sys.stderr, flush=True)
+
+
+def spark_binding(bind_address: str | None, master: str, environ) -> tuple[str | None, tuple[tuple[str, str], ...]]:
+    """(SPARK_LOCAL_IP to export or None, Spark conf) for the driver's address: the flag, else an
+    exported SPARK_LOCAL_IP, else loopback for a local master; a cluster master without either
+    keeps Spark's own choice."""
+    address = bind_address or environ.get("SPARK_LOCAL_IP") or (LOOPBACK if master.startswith("local") else None)
+    if address is None:
+        return None, ()
+    return address, (("spark.driver.bindAddress", address), ("spark.driver.host", address))
 
 
 def _fetch(args: argparse.Namespace) -> str:
@@ -67,6 +113,7 @@ def _fetch(args: argparse.Namespace) -> str:
     try:
         config = FetchConfig(concurrency=args.fetch_concurrency, timeout_ms=args.fetch_timeout_ms).validate()
         targets = [ReplicaTarget.parse(text) for text in args.replica]
+        args.progress(f"fetching {len(targets)} live replicas")
         result = fetch_all(targets, AdminReplicaSource(config), config)
         folder = args.fetch_dir or (os.path.join(args.output, "fetch") if args.output else tempfile.mkdtemp(prefix="relaymq-offset-fetch-"))
         return write_parquet(result, folder, int(time.time() * 1000))
@@ -93,6 +140,7 @@ def _apply_live(args: argparse.Namespace) -> int | None:
 def _handle(args: argparse.Namespace) -> int:
     from container.cli import CliError
 
+    args.progress = Progress(args.quiet)
     if args.apply:
         applied = _apply_live(args)
         if applied is not None:
@@ -112,9 +160,27 @@ def _handle(args: argparse.Namespace) -> int:
         config = job.config_from_args(args, default_master=DEFAULT_MASTER)
         if args.driver_memory:
             config = dataclasses.replace(config, extra_conf=config.extra_conf + (("spark.driver.memory", args.driver_memory),))
-        return job.run(config)
+        return _run_bound(job, config, args)
     except model.OffsetDiffInputError as exc:
         raise CliError(f"offset-diff: {exc}", EXIT_ERROR) from None
+
+
+def _run_bound(job, config, args: argparse.Namespace) -> int:
+    """Run with the driver's address in the config and SPARK_LOCAL_IP exported for the JVM the
+    session launches (the environment is restored afterwards)."""
+    import os
+
+    address, conf = spark_binding(args.bind_address, config.master or DEFAULT_MASTER, os.environ)
+    before = os.environ.get("SPARK_LOCAL_IP")
+    if address is not None:
+        os.environ["SPARK_LOCAL_IP"] = address
+    try:
+        return job.run(dataclasses.replace(config, extra_conf=config.extra_conf + conf), progress=args.progress)
+    finally:
+        if before is None:
+            os.environ.pop("SPARK_LOCAL_IP", None)
+        else:
+            os.environ["SPARK_LOCAL_IP"] = before
 
 
 def register(subparsers, admin_subparsers) -> None:

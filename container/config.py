@@ -66,6 +66,14 @@ class ContainerConfig:
     register_period_ms: int = config_field("registerNameServerPeriod", 30_000, minimum=10_000, maximum=60_000, unit="ms", doc="full re-registration with the nameserver")
     heartbeat_interval_ms: int = config_field("brokerHeartbeatInterval", 1_000, minimum=100, maximum=60_000, unit="ms", doc="lightweight heartbeat to the nameserver")
     broker_not_active_timeout_ms: int = config_field("brokerNotActiveTimeoutMillis", 10_000, minimum=1_000, maximum=600_000, unit="ms", doc="the nameserver drops a broker silent this long")
+    admin_max_inbound_message_size: int = config_field(
+        "adminMaxInboundMessageSize", 64 * 1024 * 1024, minimum=4 * 1024 * 1024, maximum=64 * 1024 * 1024, unit="bytes",
+        doc="largest request the internal endpoint (admin, Locate, metadata sync) accepts; larger ones get "
+            "RESOURCE_EXHAUSTED (ours)")
+    bad_request_log_interval_ms: int = config_field(
+        "badRequestLogIntervalMillis", 10_000, minimum=0, maximum=3_600_000, unit="ms",
+        doc="requests that do not parse are logged at most once per peer host per interval, with the count "
+            "of the ones not logged; every one is counted in relaymq_bad_requests_total (ours)")
     shutdown_timeout_ms: int = config_field("shutdownTimeoutMillis", 8_000, minimum=100, maximum=60_000, unit="ms", doc="graceful drain on SIGTERM before giving up")
 
     @property

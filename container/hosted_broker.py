@@ -10,8 +10,10 @@ Rules (reference 1.2 and 1.4):
 - Its store lives in ``{container root}/{brokerName}-{brokerId}`` (controller mode:
   ``{container root}/{brokerName}``) unless ``storePathRootDir`` is given; no two brokers of
   one container share a store directory.
-- Opening order: store (recovery) first, then the broker on top of it; closing is the
-  reverse, and the store is flushed and fsynced last.
+- Opening order: the store directory's lock (``store.directory_lock``: a second process on
+  the same store is refused before it reads anything), the store (recovery), then the broker
+  on top of it; closing is the reverse, the store is flushed and fsynced, and the lock is
+  released last.
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ from services.ha.metadata_sync import MetadataSync
 from services.ha.replica import BrokerReplica
 from services.replicas.manager import ReplicasManager
 from store.config import StoreConfig
+from store.directory_lock import DirectoryLock, lock_directory
 from store.message_store import MessageStore
 
 log = logging.getLogger(__name__)
@@ -130,6 +133,7 @@ class HostedBroker:
     metadata_sync: MetadataSync | None = None
     tasks: PeriodicTasks | None = None
     manager: ReplicasManager | None = None  # controller mode
+    lock: DirectoryLock | None = None
 
     @property
     def name(self) -> str:
@@ -148,9 +152,13 @@ async def open_broker(spec: BrokerSpec, clock: Clock, sink: TransactionCheckSink
     """Recover the store and start the broker: a configured master is master before its first
     call; a slave and every controller-mode broker start without a role (their replication
     starts with :func:`start_replication`)."""
-    spec.store.store_path_root_dir.mkdir(parents=True, exist_ok=True)
-    store = MessageStore(spec.store, clock.now_ms)
-    report = store.start()
+    lock = lock_directory(spec.store.store_path_root_dir, f"relaymq broker {spec.canonical_name}")  # DirectoryLocked
+    try:
+        store = MessageStore(spec.store, clock.now_ms)
+        report = store.start()
+    except BaseException:
+        lock.release()
+        raise
     log.info("%s: store recovered: %s", spec.canonical_name, report)
     config = spec.broker
     fence = PauseFence(config.controller_heartbeat_timeout_ms) if config.enable_controller_mode else None
@@ -164,8 +172,9 @@ async def open_broker(spec: BrokerSpec, clock: Clock, sink: TransactionCheckSink
     except BaseException:
         await replica.stop()
         store.shutdown()
+        lock.release()
         raise
-    return HostedBroker(spec, store, broker, replica)
+    return HostedBroker(spec, store, broker, replica, lock=lock)
 
 
 async def start_replication(hosted: HostedBroker, clock: Clock, master_address, on_topics_changed=None) -> None:
@@ -206,3 +215,5 @@ async def close_broker(hosted: HostedBroker) -> None:
         await hosted.broker.stop()
     finally:
         hosted.store.shutdown()
+        if hosted.lock is not None:
+            hosted.lock.release()

@@ -16,7 +16,7 @@ import logging
 from typing import Mapping
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from prometheus_client import start_http_server
 
 from pathlib import Path
@@ -34,11 +34,14 @@ from metadata.config import ConfigError
 from scheduler.clock import Clock, SystemClock
 from scheduler.periodic import PeriodicTasks
 from services.metrics import CONSUMER_LAG, REGISTRY, STORE_SIZE
+from services.status_metrics import STATUS, hosted_broker_source
 from services.ha.converters import MAX_FRAME_BYTES
 from services.ha.service import HaListener, add_ha_service
 from services.messaging.config import MessagingConfig
 from services.messaging.broker_port import Relays
-from services.messaging.server import GenericHandlersOnly, add_broker_port, add_messaging_services, server_options
+from services.messaging.server import add_broker_port, add_messaging_services, server_options
+from services.health import HealthService
+from services.request_guard import GuardedServer, RequestGuard
 
 log = logging.getLogger(__name__)
 
@@ -67,9 +70,11 @@ class BrokerContainer:
         self._relays = Relays(server_options(messaging))
         self._internal_server: grpc.aio.Server | None = None
         self._ha_listener = HaListener(self.replication_master)
-        self._health = health.aio.HealthServicer() if hasattr(health, "aio") else health.HealthServicer()
+        self._health = HealthService()
+        self.guard = RequestGuard(config.bad_request_log_interval_ms)  # bad requests of every server of ours
         self.registration: Registration | None = None
         self.ports: dict[str, int] = {}
+        self._metrics_source: int | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -97,6 +102,8 @@ class BrokerContainer:
         await self._start_servers()
         for hosted in self.hosted.values():
             self._start_controller_mode(hosted)
+        self._metrics_source = STATUS.add(hosted_broker_source(
+            lambda: [(h.broker, h.replica, h.store) for h in self.hosted.values()]), asyncio.get_running_loop())
         if self.config.metrics_port:
             start_http_server(self.config.metrics_port, addr=self.config.metrics_host, registry=REGISTRY)
             self.ports["metrics"] = self.config.metrics_port
@@ -117,30 +124,31 @@ class BrokerContainer:
 
         values = {**self._nameserver_values, "listenPort": self.config.namesrv_listen_port,
                   "enableControllerInNamesrv": self.config.enable_controller_in_namesrv}
-        self._nameserver = await start_nameserver(bind(NamesrvConfig, values, self.where))
+        self._nameserver = await start_nameserver(bind(NamesrvConfig, values, self.where), guard=self.guard)
 
     async def _start_servers(self) -> None:
         self._client_server = grpc.aio.server(options=server_options(self.messaging))
         self.directory.attach_registry(add_messaging_services(self._client_server, self.directory, self.messaging, self.clock,
-                                                              accounts=self.accounts))
+                                                              accounts=self.accounts, guard=self.guard))
         for hosted in self.hosted.values():
             await self._start_broker_port(hosted)
-        health_pb2_grpc.add_HealthServicer_to_server(self._health, GenericHandlersOnly(self._client_server))
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, GuardedServer(self._client_server, self.guard))
         self.ports["client"] = self._bind(self._client_server, "grpcServerPort", self.config.client_bind_host, self.config.grpc_server_port)
         if self.tls is not None:
             credentials = grpc.ssl_server_credentials([(self.tls.private_key, self.tls.certificate_chain)])
             self.ports["tls"] = self._bind(self._client_server, "grpcTlsPort", self.config.client_bind_host,
                                            self.config.grpc_tls_port, credentials)
-        self._internal_server = grpc.aio.server(options=[("grpc.max_send_message_length", MAX_FRAME_BYTES),
-                                                         ("grpc.max_receive_message_length", MAX_FRAME_BYTES)])
+        self._internal_server = grpc.aio.server(options=[
+            ("grpc.max_send_message_length", MAX_FRAME_BYTES),
+            ("grpc.max_receive_message_length", self.config.admin_max_inbound_message_size)])
         from services.admin.service import add_admin_service
         from container.admin_adapter import ContainerAdmin
 
-        add_admin_service(self._internal_server, ContainerAdmin(self), on_topics_changed=self._topics_changed,
+        internal = GuardedServer(self._internal_server, self.guard)
+        add_admin_service(internal, ContainerAdmin(self), on_topics_changed=self._topics_changed,
                           load_config=lambda path: load_config_file(Path(path)))
-        add_ha_service(self._internal_server, self.replication_master, lambda: self._ha_listener.port,
-                       self.client_endpoint_for)
-        health_pb2_grpc.add_HealthServicer_to_server(self._health, self._internal_server)
+        add_ha_service(internal, self.replication_master, lambda: self._ha_listener.port, self.client_endpoint_for)
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, internal)
         self.ports["admin"] = self._bind(self._internal_server, "listenPort", self.config.admin_bind_address, self.config.listen_port)
         try:
             self.ports["ha"] = self._ha_listener.bind(self.config.admin_bind_address, self.config.ha_listen_port)
@@ -159,7 +167,7 @@ class BrokerContainer:
             return
         server = grpc.aio.server(options=server_options(self.messaging))
         add_broker_port(server, hosted.replica, self.directory.pinned(hosted.name), self.messaging, self.clock,
-                        self.directory.registry, self._relays, accounts=self.accounts)
+                        self.directory.registry, self._relays, accounts=self.accounts, guard=self.guard)
         self.ports[f"broker:{hosted.name}"] = self._bind(server, f"listenPort of {hosted.name}",
                                                           self.config.client_bind_host, port)
         await server.start()
@@ -194,6 +202,7 @@ class BrokerContainer:
             await result
 
     async def stop(self) -> None:
+        STATUS.remove(self._metrics_source)
         await self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
         await self.tasks.stop()
         grace = self.config.shutdown_timeout_ms / 1000 / 2

@@ -191,14 +191,16 @@ class AdminQueueProgress(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., broker_offset: _Optional[int] = ..., consumer_offset: _Optional[int] = ..., inflight: _Optional[int] = ..., lag: _Optional[int] = ...) -> None: ...
 
 class AdminBrokerProgress(_message.Message):
-    __slots__ = ("broker_name", "broker_id", "queues")
+    __slots__ = ("broker_name", "broker_id", "queues", "group_known")
     BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     QUEUES_FIELD_NUMBER: _ClassVar[int]
+    GROUP_KNOWN_FIELD_NUMBER: _ClassVar[int]
     broker_name: str
     broker_id: int
     queues: _containers.RepeatedCompositeFieldContainer[AdminQueueProgress]
-    def __init__(self, broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ..., queues: _Optional[_Iterable[_Union[AdminQueueProgress, _Mapping]]] = ...) -> None: ...
+    group_known: bool
+    def __init__(self, broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ..., queues: _Optional[_Iterable[_Union[AdminQueueProgress, _Mapping]]] = ..., group_known: _Optional[bool] = ...) -> None: ...
 
 class AdminConsumerProgressResponse(_message.Message):
     __slots__ = ("group", "brokers")
@@ -355,3 +357,206 @@ class AdminRemoveBrokerRequest(_message.Message):
 class AdminRemoveBrokerResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class AdminResetOffsetRequest(_message.Message):
+    __slots__ = ("broker_name", "group", "topic", "timestamp_ms", "to_max_offset")
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    TO_MAX_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    group: str
+    topic: str
+    timestamp_ms: int
+    to_max_offset: bool
+    def __init__(self, broker_name: _Optional[str] = ..., group: _Optional[str] = ..., topic: _Optional[str] = ..., timestamp_ms: _Optional[int] = ..., to_max_offset: _Optional[bool] = ...) -> None: ...
+
+class AdminQueueReset(_message.Message):
+    __slots__ = ("queue_id", "old_offset", "new_offset")
+    QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
+    OLD_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    NEW_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    queue_id: int
+    old_offset: int
+    new_offset: int
+    def __init__(self, queue_id: _Optional[int] = ..., old_offset: _Optional[int] = ..., new_offset: _Optional[int] = ...) -> None: ...
+
+class AdminResetOffsetResponse(_message.Message):
+    __slots__ = ("broker_name", "broker_id", "queues")
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    QUEUES_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    broker_id: int
+    queues: _containers.RepeatedCompositeFieldContainer[AdminQueueReset]
+    def __init__(self, broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ..., queues: _Optional[_Iterable[_Union[AdminQueueReset, _Mapping]]] = ...) -> None: ...
+
+class AdminQueryMessageRequest(_message.Message):
+    __slots__ = ("broker_name", "topic", "message_id", "key", "max_scan", "max_results", "max_body_bytes")
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    MAX_SCAN_FIELD_NUMBER: _ClassVar[int]
+    MAX_RESULTS_FIELD_NUMBER: _ClassVar[int]
+    MAX_BODY_BYTES_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    topic: str
+    message_id: str
+    key: str
+    max_scan: int
+    max_results: int
+    max_body_bytes: int
+    def __init__(self, broker_name: _Optional[str] = ..., topic: _Optional[str] = ..., message_id: _Optional[str] = ..., key: _Optional[str] = ..., max_scan: _Optional[int] = ..., max_results: _Optional[int] = ..., max_body_bytes: _Optional[int] = ...) -> None: ...
+
+class AdminMessage(_message.Message):
+    __slots__ = ("broker_name", "broker_id", "topic", "queue_id", "queue_offset", "commit_offset", "message_id", "tag", "keys", "born_timestamp_ms", "store_timestamp_ms", "born_host", "body_size", "body", "properties", "user_properties")
+    class PropertiesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class UserPropertiesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    COMMIT_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    TAG_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    BORN_TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    STORE_TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    BORN_HOST_FIELD_NUMBER: _ClassVar[int]
+    BODY_SIZE_FIELD_NUMBER: _ClassVar[int]
+    BODY_FIELD_NUMBER: _ClassVar[int]
+    PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    USER_PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    broker_id: int
+    topic: str
+    queue_id: int
+    queue_offset: int
+    commit_offset: int
+    message_id: str
+    tag: str
+    keys: str
+    born_timestamp_ms: int
+    store_timestamp_ms: int
+    born_host: str
+    body_size: int
+    body: bytes
+    properties: _containers.ScalarMap[str, str]
+    user_properties: _containers.ScalarMap[str, str]
+    def __init__(self, broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ..., topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., queue_offset: _Optional[int] = ..., commit_offset: _Optional[int] = ..., message_id: _Optional[str] = ..., tag: _Optional[str] = ..., keys: _Optional[str] = ..., born_timestamp_ms: _Optional[int] = ..., store_timestamp_ms: _Optional[int] = ..., born_host: _Optional[str] = ..., body_size: _Optional[int] = ..., body: _Optional[bytes] = ..., properties: _Optional[_Mapping[str, str]] = ..., user_properties: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class AdminQueryMessageResponse(_message.Message):
+    __slots__ = ("messages", "scanned", "truncated")
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    SCANNED_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedCompositeFieldContainer[AdminMessage]
+    scanned: int
+    truncated: bool
+    def __init__(self, messages: _Optional[_Iterable[_Union[AdminMessage, _Mapping]]] = ..., scanned: _Optional[int] = ..., truncated: _Optional[bool] = ...) -> None: ...
+
+class AdminClientConnectionsRequest(_message.Message):
+    __slots__ = ("group", "topic", "client_type")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_TYPE_FIELD_NUMBER: _ClassVar[int]
+    group: str
+    topic: str
+    client_type: str
+    def __init__(self, group: _Optional[str] = ..., topic: _Optional[str] = ..., client_type: _Optional[str] = ...) -> None: ...
+
+class AdminClientConnection(_message.Message):
+    __slots__ = ("client_id", "client_type", "group", "topics", "idle_ms", "telemetry_streams")
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_TYPE_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    IDLE_MS_FIELD_NUMBER: _ClassVar[int]
+    TELEMETRY_STREAMS_FIELD_NUMBER: _ClassVar[int]
+    client_id: str
+    client_type: str
+    group: str
+    topics: _containers.RepeatedScalarFieldContainer[str]
+    idle_ms: int
+    telemetry_streams: int
+    def __init__(self, client_id: _Optional[str] = ..., client_type: _Optional[str] = ..., group: _Optional[str] = ..., topics: _Optional[_Iterable[str]] = ..., idle_ms: _Optional[int] = ..., telemetry_streams: _Optional[int] = ...) -> None: ...
+
+class AdminClientConnectionsResponse(_message.Message):
+    __slots__ = ("clients",)
+    CLIENTS_FIELD_NUMBER: _ClassVar[int]
+    clients: _containers.RepeatedCompositeFieldContainer[AdminClientConnection]
+    def __init__(self, clients: _Optional[_Iterable[_Union[AdminClientConnection, _Mapping]]] = ...) -> None: ...
+
+class AdminBrokerConfigEntry(_message.Message):
+    __slots__ = ("key", "value", "unit", "live")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    UNIT_FIELD_NUMBER: _ClassVar[int]
+    LIVE_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    value: str
+    unit: str
+    live: bool
+    def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ..., unit: _Optional[str] = ..., live: _Optional[bool] = ...) -> None: ...
+
+class AdminGetBrokerConfigRequest(_message.Message):
+    __slots__ = ("broker_name", "broker_id")
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    broker_id: int
+    def __init__(self, broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ...) -> None: ...
+
+class AdminGetBrokerConfigResponse(_message.Message):
+    __slots__ = ("broker_name", "broker_id", "source", "entries")
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    broker_id: int
+    source: str
+    entries: _containers.RepeatedCompositeFieldContainer[AdminBrokerConfigEntry]
+    def __init__(self, broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ..., source: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[AdminBrokerConfigEntry, _Mapping]]] = ...) -> None: ...
+
+class AdminUpdateBrokerConfigRequest(_message.Message):
+    __slots__ = ("broker_name", "broker_id", "values")
+    class ValuesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    broker_id: int
+    values: _containers.ScalarMap[str, str]
+    def __init__(self, broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ..., values: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class AdminUpdateBrokerConfigResponse(_message.Message):
+    __slots__ = ("broker_name", "broker_id", "entries")
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    broker_id: int
+    entries: _containers.RepeatedCompositeFieldContainer[AdminBrokerConfigEntry]
+    def __init__(self, broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ..., entries: _Optional[_Iterable[_Union[AdminBrokerConfigEntry, _Mapping]]] = ...) -> None: ...

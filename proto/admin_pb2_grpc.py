@@ -104,6 +104,31 @@ class BrokerAdminStub:
                 request_serializer=proto_dot_admin__pb2.AdminRemoveBrokerRequest.SerializeToString,
                 response_deserializer=proto_dot_admin__pb2.AdminRemoveBrokerResponse.FromString,
                 _registered_method=True)
+        self.ResetOffset = channel.unary_unary(
+                '/relaymq.internal.v1.BrokerAdmin/ResetOffset',
+                request_serializer=proto_dot_admin__pb2.AdminResetOffsetRequest.SerializeToString,
+                response_deserializer=proto_dot_admin__pb2.AdminResetOffsetResponse.FromString,
+                _registered_method=True)
+        self.QueryMessage = channel.unary_unary(
+                '/relaymq.internal.v1.BrokerAdmin/QueryMessage',
+                request_serializer=proto_dot_admin__pb2.AdminQueryMessageRequest.SerializeToString,
+                response_deserializer=proto_dot_admin__pb2.AdminQueryMessageResponse.FromString,
+                _registered_method=True)
+        self.ClientConnections = channel.unary_unary(
+                '/relaymq.internal.v1.BrokerAdmin/ClientConnections',
+                request_serializer=proto_dot_admin__pb2.AdminClientConnectionsRequest.SerializeToString,
+                response_deserializer=proto_dot_admin__pb2.AdminClientConnectionsResponse.FromString,
+                _registered_method=True)
+        self.GetBrokerConfig = channel.unary_unary(
+                '/relaymq.internal.v1.BrokerAdmin/GetBrokerConfig',
+                request_serializer=proto_dot_admin__pb2.AdminGetBrokerConfigRequest.SerializeToString,
+                response_deserializer=proto_dot_admin__pb2.AdminGetBrokerConfigResponse.FromString,
+                _registered_method=True)
+        self.UpdateBrokerConfig = channel.unary_unary(
+                '/relaymq.internal.v1.BrokerAdmin/UpdateBrokerConfig',
+                request_serializer=proto_dot_admin__pb2.AdminUpdateBrokerConfigRequest.SerializeToString,
+                response_deserializer=proto_dot_admin__pb2.AdminUpdateBrokerConfigResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerAdminServicer:
@@ -193,6 +218,36 @@ class BrokerAdminServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ResetOffset(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def QueryMessage(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ClientConnections(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetBrokerConfig(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateBrokerConfig(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerAdminServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -265,6 +320,31 @@ def add_BrokerAdminServicer_to_server(servicer, server):
                     servicer.RemoveBroker,
                     request_deserializer=proto_dot_admin__pb2.AdminRemoveBrokerRequest.FromString,
                     response_serializer=proto_dot_admin__pb2.AdminRemoveBrokerResponse.SerializeToString,
+            ),
+            'ResetOffset': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResetOffset,
+                    request_deserializer=proto_dot_admin__pb2.AdminResetOffsetRequest.FromString,
+                    response_serializer=proto_dot_admin__pb2.AdminResetOffsetResponse.SerializeToString,
+            ),
+            'QueryMessage': grpc.unary_unary_rpc_method_handler(
+                    servicer.QueryMessage,
+                    request_deserializer=proto_dot_admin__pb2.AdminQueryMessageRequest.FromString,
+                    response_serializer=proto_dot_admin__pb2.AdminQueryMessageResponse.SerializeToString,
+            ),
+            'ClientConnections': grpc.unary_unary_rpc_method_handler(
+                    servicer.ClientConnections,
+                    request_deserializer=proto_dot_admin__pb2.AdminClientConnectionsRequest.FromString,
+                    response_serializer=proto_dot_admin__pb2.AdminClientConnectionsResponse.SerializeToString,
+            ),
+            'GetBrokerConfig': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetBrokerConfig,
+                    request_deserializer=proto_dot_admin__pb2.AdminGetBrokerConfigRequest.FromString,
+                    response_serializer=proto_dot_admin__pb2.AdminGetBrokerConfigResponse.SerializeToString,
+            ),
+            'UpdateBrokerConfig': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateBrokerConfig,
+                    request_deserializer=proto_dot_admin__pb2.AdminUpdateBrokerConfigRequest.FromString,
+                    response_serializer=proto_dot_admin__pb2.AdminUpdateBrokerConfigResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -645,6 +725,141 @@ class BrokerAdmin:
             '/relaymq.internal.v1.BrokerAdmin/RemoveBroker',
             proto_dot_admin__pb2.AdminRemoveBrokerRequest.SerializeToString,
             proto_dot_admin__pb2.AdminRemoveBrokerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResetOffset(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/relaymq.internal.v1.BrokerAdmin/ResetOffset',
+            proto_dot_admin__pb2.AdminResetOffsetRequest.SerializeToString,
+            proto_dot_admin__pb2.AdminResetOffsetResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def QueryMessage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/relaymq.internal.v1.BrokerAdmin/QueryMessage',
+            proto_dot_admin__pb2.AdminQueryMessageRequest.SerializeToString,
+            proto_dot_admin__pb2.AdminQueryMessageResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ClientConnections(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/relaymq.internal.v1.BrokerAdmin/ClientConnections',
+            proto_dot_admin__pb2.AdminClientConnectionsRequest.SerializeToString,
+            proto_dot_admin__pb2.AdminClientConnectionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetBrokerConfig(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/relaymq.internal.v1.BrokerAdmin/GetBrokerConfig',
+            proto_dot_admin__pb2.AdminGetBrokerConfigRequest.SerializeToString,
+            proto_dot_admin__pb2.AdminGetBrokerConfigResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateBrokerConfig(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/relaymq.internal.v1.BrokerAdmin/UpdateBrokerConfig',
+            proto_dot_admin__pb2.AdminUpdateBrokerConfigRequest.SerializeToString,
+            proto_dot_admin__pb2.AdminUpdateBrokerConfigResponse.FromString,
             options,
             channel_credentials,
             insecure,

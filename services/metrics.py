@@ -1,15 +1,21 @@
 """Prometheus metrics of one process, in one registry.
 
 Every metric carries ``broker`` (the broker name) where it is about one broker.  The
-container serves :data:`REGISTRY` on its ``/metrics`` endpoint.  Gauges that are cheap to
+container serves :data:`REGISTRY` on its ``/metrics`` endpoint (a standalone nameserver or
+controller on ``namesrvMetricsPort`` / ``controllerMetricsPort``).  docs/metrics.md lists
+every metric and the alerts to set.  Gauges that are cheap to
 compute on demand (store size, consumer lag) are refreshed by a collector callback the
 container registers, not by the hot path.
 """
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
+
+from services.status_metrics import STATUS
 
 REGISTRY = CollectorRegistry(auto_describe=True)
+PROCESS = ProcessCollector(registry=REGISTRY)  # process_cpu_seconds_total, process_resident_memory_bytes, fds, ...
+REGISTRY.register(STATUS)  # brokers, replication, nameserver, controller: read from status when scraped
 
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
@@ -20,6 +26,10 @@ RPC_LATENCY = Histogram("relaymq_rpc_latency_seconds", "Client RPC latency by me
 RPC_ERRORS = Counter("relaymq_rpc_errors", "Client RPCs answered with a non-OK status", ["method", "code"], registry=REGISTRY)
 STORE_SIZE = Gauge("relaymq_store_size_bytes", "Bytes on disk of a broker's store", ["broker"], registry=REGISTRY)
 CONSUMER_LAG = Gauge("relaymq_consumer_lag_messages", "Messages not yet acked by a group", ["broker", "group", "topic"], registry=REGISTRY)
+ROUTES_SERVED = Counter("relaymq_nameserver_routes_served", "Route queries the nameserver answered, by result",
+                        ["result"], registry=REGISTRY)
+BAD_REQUESTS = Counter("relaymq_bad_requests", "Requests that did not parse, by gRPC service and method (services/request_guard.py)",
+                       ["service", "method"], registry=REGISTRY)
 
 _CHILDREN: dict[tuple[int, tuple[str, ...]], object] = {}
 

@@ -10,6 +10,9 @@ Rules:
 - Only the driver imports RelayMQ code: executors run built-in Spark functions only, so a
   cluster needs our packages on the driver alone (``--py-files`` in cluster deploy mode).
 - Time is read once, here (``now_ms``), for the merged DataVersion and the summary stamp.
+- ``progress(stage)`` (optional) is told each stage as it starts: reading the inputs,
+  starting Spark, diffing, writing; ``relaymq offset-diff`` prints them on stderr, so the
+  ~20 s a JVM takes to start are not silent.
 """
 from __future__ import annotations
 
@@ -100,18 +103,30 @@ def build_session(config: DiffConfig):
     return session
 
 
-def run(config: DiffConfig, spark=None, now_ms: int | None = None, out=None) -> int:
+def _describe_start(config: DiffConfig) -> str:
+    bind = dict(config.extra_conf).get("spark.driver.bindAddress") or os.environ.get("SPARK_LOCAL_IP")
+    where = f", driver bound to {bind}" if bind else ""
+    master = config.master or "the launcher's master"
+    return f"starting Spark ({master}{where})"
+
+
+def run(config: DiffConfig, spark=None, now_ms: int | None = None, out=None, progress=None) -> int:
     """Load, diff, report, write; return the exit code.  Uses ``spark`` when given."""
     from spark_tools.offset_diff_run import execute, read_snapshots
 
+    progress = progress or (lambda stage: None)
+    if config.snapshots:
+        progress(f"reading {len(config.snapshots)} snapshot files")
     snapshots = read_snapshots(config) if config.snapshots else None  # bad files fail before the JVM starts
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     try:
+        if spark is None:
+            progress(_describe_start(config))
         session = spark or build_session(config)
     except Exception as exc:  # no Java, a bad master URL, a port clash: one line, exit 1
         lines = str(exc).strip().splitlines()
         raise OffsetDiffInputError(f"cannot start Spark: {lines[0] if lines else type(exc).__name__}") from None
-    return execute(session, config, now_ms, out or sys.stdout, snapshots)
+    return execute(session, config, now_ms, out or sys.stdout, snapshots, progress)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -82,13 +82,18 @@ def compute(spark, config, replicas: list[Replica], offsets, queues):
     return detail, broker_ids
 
 
-def report(spark, config, replicas, detail, broker_ids, now_ms: int, out: TextIO) -> dict[str, Any]:
+def _silent(stage: str) -> None:
+    pass
+
+
+def report(spark, config, replicas, detail, broker_ids, now_ms: int, out: TextIO, progress=_silent) -> dict[str, Any]:
     """With --output the detail is written once and re-read (columnar) for everything else;
     without, one pass over the detail builds the small compact frame the console needs."""
     from spark_tools import offset_outputs, offset_rollups
     from spark_tools.offset_report import build_summary, render_console
 
     source = detail
+    progress(f"diffing {len(replicas)} replicas" + (f", writing the detail to {config.output}" if config.output else ""))
     if config.output:
         os.makedirs(config.output, exist_ok=True)
         detail.write.mode("overwrite").parquet(os.path.join(config.output, "detail"))
@@ -109,6 +114,7 @@ def report(spark, config, replicas, detail, broker_ids, now_ms: int, out: TextIO
         compacted.unpersist()
     out.write(render_console(summary, top, one_sided))
     if config.output:
+        progress(f"writing the plan, summary and plots to {config.output}")
         summary["plan"] = offset_outputs.write_plan(source, replicas, config.output, now_ms)
         offset_outputs.write_summary(summary, config.output)
         offset_outputs.write_plots(summary, histograms, config.output)
@@ -116,16 +122,17 @@ def report(spark, config, replicas, detail, broker_ids, now_ms: int, out: TextIO
     return summary
 
 
-def execute(spark, config, now_ms: int, out: TextIO, snapshots=None) -> int:
+def execute(spark, config, now_ms: int, out: TextIO, snapshots=None, progress=_silent) -> int:
     """``snapshots``: what read_snapshots returned (file input), None for parquet input."""
     from pyspark.errors import PySparkException
     from py4j.protocol import Py4JJavaError
 
     try:
+        progress("loading offsets into Spark" if snapshots is not None else f"reading {config.input_parquet}")
         loaded = load_parquet(spark, config) if snapshots is None else load_snapshots(spark, snapshots)
         replicas, offsets, queues = loaded
         detail, broker_ids = compute(spark, config, replicas, offsets, queues)
-        summary = report(spark, config, replicas, detail, broker_ids, now_ms, out)
+        summary = report(spark, config, replicas, detail, broker_ids, now_ms, out, progress)
     except (PySparkException, Py4JJavaError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise OffsetDiffInputError(f"Spark job failed: {first}") from None

@@ -128,6 +128,24 @@ class Reader:
 
         return low + first_index(queue.max_offset - low, at_or_after)
 
+    def messages_from(self, commit_offset: int) -> int:
+        """How many consume-queue entries (messages of every topic, system topics included) point
+        at or beyond ``commit_offset``: a replica acknowledged up to there lacks that many.  One
+        binary search per queue, so O(queues x log entries) reads; 0 at once past the end."""
+        self._check_open()
+        if commit_offset >= self._log.write_offset:
+            return 0
+        total = 0
+        for queue in self._queues.all():
+            low = queue.min_offset
+
+            def at_or_beyond(index: int, queue=queue, low=low) -> bool:
+                entry = queue.entry(low + index)
+                return entry is not None and not entry.is_hole and entry.commit_offset >= commit_offset
+
+            total += queue.max_offset - low - first_index(queue.max_offset - low, at_or_beyond)
+        return total
+
     def earliest_store_time(self, topic: str, queue_id: int) -> int | None:
         queue = self._queues.get(topic, queue_id)
         if queue is None or queue.min_offset >= queue.max_offset:

@@ -1,11 +1,12 @@
 """Pop log records: what the broker appends to ``rmq_sys_REVIVE_LOG`` for every pop decision.
 
 Rules:
-- Four records: :class:`PopRecord` (deliveries from one queue and how far the pop cursor
+- Five records: :class:`PopRecord` (deliveries from one queue and how far the pop cursor
   moved; offsets in ``[from_offset, to_offset)`` that are not entries were filtered out and
   count as consumed), :class:`ChangeRecord` (new seq and deadline of one in-flight entry),
-  :class:`AckRecord`, and :class:`SkipRecord` (everything below an offset is consumed: an
-  admin offset write, forward only).  They are applied by
+  :class:`AckRecord`, :class:`SkipRecord` (everything below an offset is consumed: an
+  admin offset write, forward only) and :class:`ResetRecord` (an operator's reset of the
+  queue to an offset, forward or back: ``relaymq admin reset-offset-by-time``).  They are applied by
   :class:`scheduler.pop.table.PopTable` idempotently, so replaying any suffix of the log over
   a snapshot gives the same state.
 - Bodies are compact JSON; :func:`decode_record` returns None for a body it does not know
@@ -84,7 +85,18 @@ class SkipRecord:
     offset: int
 
 
-Record = Union[PopRecord, ChangeRecord, AckRecord, SkipRecord]
+@dataclass(frozen=True)
+class ResetRecord:
+    """The queue starts over at ``offset``: nothing in flight, nothing acked beyond it.  ``seq``
+    (from the same sequence as delivery seqs) orders it against deliveries: a pop record
+    whose entries are older than the reset was decided before it and is ignored."""
+
+    key: QueueKey
+    offset: int
+    seq: int
+
+
+Record = Union[PopRecord, ChangeRecord, AckRecord, SkipRecord, ResetRecord]
 
 
 def encode_record(record: Record) -> bytes:
@@ -96,6 +108,8 @@ def encode_record(record: Record) -> bytes:
         body = {"t": "chg", "k": key, "o": record.offset, "s": record.seq, "d": record.deadline_ms}
     elif isinstance(record, SkipRecord):
         body = {"t": "skip", "k": key, "o": record.offset}
+    elif isinstance(record, ResetRecord):
+        body = {"t": "reset", "k": key, "o": record.offset, "s": record.seq}
     else:
         body = {"t": "ack", "k": key, "o": record.offset}
     return json.dumps(body, separators=(",", ":")).encode()
@@ -163,6 +177,8 @@ def _record(value) -> Record | None:
             return AckRecord(key, int(value["o"]))
         if kind == "skip":
             return SkipRecord(key, int(value["o"]))
+        if kind == "reset":
+            return ResetRecord(key, int(value["o"]), int(value["s"]))
     except (ValueError, KeyError, TypeError, IndexError):
         return None
     return None

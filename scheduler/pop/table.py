@@ -10,6 +10,12 @@ Rules (invariants asserted in :meth:`QueueState.check`):
   cursor moves up to it if behind); a skip at or below ``commit`` changes nothing.  These rules make
   :meth:`PopTable.apply` idempotent and order-tolerant, which is what lets the broker replay
   any suffix of the pop log over a snapshot.
+- A reset (an operator moving the queue to an offset, forward or back) replaces the queue's
+  state: commit and pop cursor at its offset, nothing in flight or acked.  It is ordered by
+  its ``seq`` (same sequence as deliveries): a reset at or below the queue's last reset seq
+  is ignored (replays are idempotent), and a pop record decided before it (an entry seq
+  below the reset's, or starting past the pop cursor: a gap only a rewind leaves) is
+  ignored, so a replay of the log over a snapshot gives the state the live process had.
 - ``seq`` values are unique and grow: :meth:`PopTable.next_seq` never returns a value at or
   below one seen (``now_ms * 1000`` seeds it so that a restart after a lost log tail does not
   reuse the seq of a handle already given out).
@@ -21,7 +27,7 @@ from enum import Enum
 from typing import Any, Iterator, Sequence
 
 from scheduler.pop.receipt import ReceiptHandle
-from scheduler.pop.records import ChangeRecord, InFlight, PopRecord, QueueKey, Record, SkipRecord
+from scheduler.pop.records import ChangeRecord, InFlight, PopRecord, QueueKey, Record, ResetRecord, SkipRecord
 
 
 class HandleCheck(str, Enum):
@@ -44,6 +50,7 @@ class QueueState:
     pop_offset: int
     inflight: dict[int, InFlight] = field(default_factory=dict)
     acked: set[int] = field(default_factory=set)
+    reset_seq: int = 0  # seq of the last reset applied (0: never reset)
 
     def check(self) -> None:
         assert self.commit <= self.pop_offset, (self.commit, self.pop_offset)
@@ -131,6 +138,8 @@ class PopTable:
             return None, False
         if isinstance(record, SkipRecord):
             return self._apply_skip(record)
+        if isinstance(record, ResetRecord):
+            return self._apply_reset(record)
         state = self.queues.get(record.key)
         if state is None or state.is_consumed(record.offset) or record.offset >= state.pop_offset:
             return None, False
@@ -152,8 +161,20 @@ class PopTable:
         state.advance_commit()
         return state, True
 
+    def _apply_reset(self, record: ResetRecord) -> tuple[QueueState | None, bool]:
+        self.last_seq = max(self.last_seq, record.seq)
+        state = self.queues.get(record.key)
+        if state is not None and record.seq <= state.reset_seq:
+            return None, False
+        moved = state is None or state.commit != record.offset
+        state = self.queues[record.key] = QueueState(record.offset, record.offset, reset_seq=record.seq)
+        return state, moved
+
     @staticmethod
     def _apply_pop(state: QueueState, record: PopRecord) -> bool:
+        if state.reset_seq and (record.from_offset > state.pop_offset
+                                or any(e.seq < state.reset_seq for e in record.entries)):
+            return False  # decided before the queue was reset
         if record.to_offset > state.pop_offset:
             chosen = {e.offset for e in record.entries}
             for offset in range(max(state.pop_offset, record.from_offset), record.to_offset):
@@ -188,8 +209,11 @@ class PopTable:
     def to_document(self) -> dict[str, Any]:
         rows = []
         for key, state in self.queues.items():
-            rows.append({"g": key.group, "t": key.topic, "q": key.queue_id, "c": state.commit, "p": state.pop_offset,
-                         "a": sorted(state.acked), "i": [e.to_json() for e in state.inflight.values()]})
+            row = {"g": key.group, "t": key.topic, "q": key.queue_id, "c": state.commit, "p": state.pop_offset,
+                   "a": sorted(state.acked), "i": [e.to_json() for e in state.inflight.values()]}
+            if state.reset_seq:
+                row["r"] = state.reset_seq
+            rows.append(row)
         return {"lastSeq": self.last_seq, "queues": rows}
 
     @classmethod
@@ -197,7 +221,8 @@ class PopTable:
         table = cls()
         table.last_seq = int(document.get("lastSeq", 0))
         for row in document.get("queues", []):
-            state = QueueState(int(row["c"]), int(row["p"]), acked={int(o) for o in row["a"]})
+            state = QueueState(int(row["c"]), int(row["p"]), acked={int(o) for o in row["a"]},
+                               reset_seq=int(row.get("r", 0)))
             for raw in row["i"]:
                 entry = InFlight.from_json(raw)
                 state.inflight[entry.offset] = entry

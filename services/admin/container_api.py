@@ -8,12 +8,17 @@ Rules:
   the start fails (the broker is then removed again).
 - ``remove_broker`` raises :class:`BrokerNotExistError` for an unknown identity.
 - ``container_status()`` is a JSON-serialisable mapping.
+- ``clients()`` lists the clients of the container's client endpoint (``ClientInfo``).
+- ``broker_config(name, id)`` is (the file it came from, every (key, value, unit, live));
+  ``update_broker_config(name, id, changes)`` applies live keys (``services.broker.live_config``)
+  and returns the changed entries, or raises ``NotLive`` / ``ConfigError``.
 """
 from __future__ import annotations
 
-from typing import Mapping, Protocol
+from typing import Mapping, Protocol, Sequence
 
 from services.broker.admin_api import BrokerAdminApi
+from services.messaging.client_registry import ClientInfo
 
 
 class ContainerAdminError(Exception):
@@ -37,3 +42,10 @@ class ContainerAdminApi(Protocol):
     async def remove_broker(self, cluster: str, broker_name: str, broker_id: int) -> None: ...
 
     def container_status(self) -> Mapping[str, object]: ...
+
+    def clients(self) -> Sequence["ClientInfo"]: ...
+
+    def broker_config(self, broker_name: str, broker_id: int) -> tuple[str, list[tuple[str, str, str, bool]]]: ...
+
+    def update_broker_config(self, broker_name: str, broker_id: int,
+                             changes: Mapping[str, str]) -> list[tuple[str, str, str, bool]]: ...

@@ -32,10 +32,12 @@ from metadata.status import Code, RequestRejected
 from proto import admin_pb2 as pb
 from proto import admin_pb2_grpc as pb_grpc
 from services.admin import converters as conv
+from services.admin import operation_converters as ops
 from services.admin.add_broker_rules import AddBrokerRefused, check_config_path, check_new_broker
 from services.admin.container_api import AddBrokerError, BrokerNotExistError, ContainerAdminApi
 from services.admin.replica_converters import replica_metadata_to_proto
 from services.broker.admin_api import BrokerAdminApi
+from services.broker.live_config import NotLive
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +69,10 @@ def _status_of(exc: Exception) -> tuple[grpc.StatusCode, str]:
         return grpc.StatusCode.NOT_FOUND, f"BROKER_NOT_EXIST: {exc}"
     if isinstance(exc, AddBrokerError):
         return grpc.StatusCode.FAILED_PRECONDITION, f"ADD_BROKER_FAILED: {exc}"
+    if isinstance(exc, NotLive):
+        return grpc.StatusCode.FAILED_PRECONDITION, f"NOT_LIVE: {exc}"
+    if isinstance(exc, ConfigError):
+        return grpc.StatusCode.INVALID_ARGUMENT, f"BAD_CONFIG_VALUE: {exc}"
     if isinstance(exc, RequestRejected):
         if exc.code in (Code.NOT_FOUND, Code.TOPIC_NOT_FOUND, Code.CONSUMER_GROUP_NOT_FOUND, Code.OFFSET_NOT_FOUND):
             return grpc.StatusCode.NOT_FOUND, f"{exc.code.name}: {exc.message}"
@@ -217,7 +223,9 @@ class BrokerAdminServicer(pb_grpc.BrokerAdminServicer):
         replies = []
         for broker in self._select(conv.broker_name(request.broker_name)):
             rows = [conv.progress_to_proto(p) for p in broker.consumer_progress(group, topic)]
-            replies.append(pb.AdminBrokerProgress(broker_name=broker.name, broker_id=broker.broker_id, queues=rows))
+            known = group in broker.group_table().groups or bool(rows)
+            replies.append(pb.AdminBrokerProgress(broker_name=broker.name, broker_id=broker.broker_id, queues=rows,
+                                                  group_known=known))
         return pb.AdminConsumerProgressResponse(group=group, brokers=replies)
 
     @_rpc
@@ -272,6 +280,59 @@ class BrokerAdminServicer(pb_grpc.BrokerAdminServicer):
         if broker is None:
             raise BrokerNotExistError(f"Broker not exist: {name} with brokerId {broker_id}")
         return broker
+
+    # ---- mqadmin's everyday operations ----
+
+    @_rpc
+    async def ResetOffset(self, request: pb.AdminResetOffsetRequest) -> pb.AdminResetOffsetResponse:
+        reset = ops.reset_from_proto(request)
+        broker = self._masters(reset.broker_name)[0]
+        rows = await broker.reset_consumer_offsets(reset.group, reset.topic, reset.timestamp_ms)
+        return ops.resets_to_proto(broker.name, broker.broker_id, rows)
+
+    @_rpc
+    async def QueryMessage(self, request: pb.AdminQueryMessageRequest) -> pb.AdminQueryMessageResponse:
+        query = ops.query_from_proto(request)
+        reply = pb.AdminQueryMessageResponse()
+        for broker in self._select(query.broker_name):
+            try:
+                result = await broker.query_messages(query.topic, query.match, query.max_scan, query.max_results)
+            except RequestRejected as rejected:
+                if rejected.code is not Code.TOPIC_NOT_FOUND or query.broker_name:
+                    raise
+                continue  # another hosted broker may have the topic
+            reply.messages.extend(ops.message_to_proto(broker.name, broker.broker_id, m, query.max_body_bytes)
+                                  for m in result.messages)
+            reply.scanned += result.scanned
+            reply.truncated = reply.truncated or result.truncated
+        return reply
+
+    @_rpc
+    async def ClientConnections(self, request: pb.AdminClientConnectionsRequest) -> pb.AdminClientConnectionsResponse:
+        group, topic, client_type = ops.client_filter_from_proto(request)
+        return pb.AdminClientConnectionsResponse(clients=[
+            pb.AdminClientConnection(client_id=c.client_id, client_type=c.client_type, group=c.group, topics=sorted(c.topics),
+                                     idle_ms=c.idle_ms, telemetry_streams=c.streams)
+            for c in self.container.clients() if (not group or c.group == group) and (not topic or topic in c.topics)
+            and (not client_type or c.client_type == client_type)])
+
+    @_rpc
+    async def GetBrokerConfig(self, request: pb.AdminGetBrokerConfigRequest) -> pb.AdminGetBrokerConfigResponse:
+        name = conv.broker_name(request.broker_name, required=True)
+        broker = self._replica(name, conv.broker_id(request.broker_id) if request.HasField("broker_id") else None)
+        source, entries = self.container.broker_config(broker.name, broker.broker_id)
+        return pb.AdminGetBrokerConfigResponse(broker_name=broker.name, broker_id=broker.broker_id, source=source,
+                                               entries=ops.config_entries_to_proto(entries))
+
+    @_rpc
+    async def UpdateBrokerConfig(self, request: pb.AdminUpdateBrokerConfigRequest) -> pb.AdminUpdateBrokerConfigResponse:
+        name = conv.broker_name(request.broker_name, required=True)
+        changes = ops.config_changes_from_proto(request.values)
+        broker = self._replica(name, conv.broker_id(request.broker_id) if request.HasField("broker_id") else None)
+        entries = self.container.update_broker_config(broker.name, broker.broker_id, changes)
+        log.info("admin: live config of %s-%d changed: %s", broker.name, broker.broker_id, changes)
+        return pb.AdminUpdateBrokerConfigResponse(broker_name=broker.name, broker_id=broker.broker_id,
+                                                  entries=ops.config_entries_to_proto(entries))
 
     # ---- brokers ----
 

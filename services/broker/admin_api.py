@@ -15,6 +15,7 @@ from metadata.offset_write import OffsetWriteDecision, QueueOffset
 from metadata.replica_metadata import ReplicaMetadata
 from metadata.subscription_group import SubscriptionGroupConfig, SubscriptionGroupTable
 from metadata.topic_config import TopicConfig, TopicTable
+from services.broker.message_query import MessageMatch, QueryResult
 
 
 @dataclass(frozen=True)
@@ -77,5 +78,12 @@ class BrokerAdminApi(Protocol):
         """Topics, groups, offsets and timer checkpoint as one snapshot, each with a DataVersion
         that covers every change so far (what a peer replica adopts)."""
         ...
+
+    async def reset_consumer_offsets(self, group: str, topic: str, timestamp_ms: int | None) -> list[tuple[int, int, int]]:
+        """(queue id, old offset, new offset) per queue; ``timestamp_ms`` None: to the max offset.
+        Masters only; durable before it returns."""
+        ...
+
+    async def query_messages(self, topic: str, match: MessageMatch, max_scan: int, max_results: int) -> QueryResult: ...
 
     def status(self) -> Mapping[str, object]: ...

@@ -34,6 +34,7 @@ from services.broker.api import Delivery, GroupSettings, ReceiveRequest, SendIte
 from services.broker.config import BrokerConfig
 from services.broker.groups import GroupManager
 from services.broker.long_poll import AppendNotifier
+from services.broker.message_query import MessageMatch, QueryResult, query_messages
 from services.broker.pop_service import PopService
 from services.broker.replica_metadata import snapshot as snapshot_replica_metadata
 from services.broker.send_service import SendService
@@ -273,6 +274,37 @@ class Broker:
 
     def replica_metadata(self) -> ReplicaMetadata:
         return snapshot_replica_metadata(self)
+
+    async def reset_consumer_offsets(self, group: str, topic: str, timestamp_ms: int | None) -> list[tuple[int, int, int]]:
+        """Each queue of ``topic`` to the first message stored at or after ``timestamp_ms``
+        (``None``: its max offset, skipping everything accumulated); masters only.  Returns
+        (queue id, old offset, new offset) per queue."""
+        self._writable()
+        config = self.topics.get(topic)
+        if config is None:
+            raise RequestRejected(Code.TOPIC_NOT_FOUND, f"topic {topic} does not exist on broker {self.name}")
+        if self.groups.get(group) is None:
+            raise RequestRejected(Code.CONSUMER_GROUP_NOT_FOUND, f"consumer group {group} does not exist on broker {self.name}")
+        targets = {queue_id: (self.store.max_offset(topic, queue_id) if timestamp_ms is None
+                              else self.store.offset_for_timestamp(topic, queue_id, timestamp_ms))
+                   for queue_id in range(config.queue_nums)}
+        return await self.pop.reset_offsets(group, topic, targets)
+
+    async def query_messages(self, topic: str, match: MessageMatch, max_scan: int, max_results: int) -> QueryResult:
+        queue_ids = sorted(set(range(self.topics.get(topic).queue_nums if self.topics.get(topic) else 0))
+                           | set(self.store.queues().get(topic, [])))
+        if not queue_ids:
+            raise RequestRejected(Code.TOPIC_NOT_FOUND, f"topic {topic} does not exist on broker {self.name}")
+        return await query_messages(self.store, topic, queue_ids, match, max_scan, max_results)
+
+    def apply_config(self, config: BrokerConfig) -> None:
+        """A live configuration change (``services.broker.live_config``): every part of this
+        broker that holds the old config gets the new one; identity and role never change."""
+        old = self.config
+        assert (config.broker_name, config.broker_id, config.broker_role) == (old.broker_name, old.broker_id, old.broker_role)
+        for part in (self, self.topics, self.pop, self.timer, self.transactions, self.sender):
+            if getattr(part, "config", None) is old:
+                part.config = config
 
     def status(self) -> Mapping[str, object]:
         queues = self.store.queues()

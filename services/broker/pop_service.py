@@ -44,7 +44,8 @@ from metadata.replica_metadata import Adopt, Adoption, SyncDirection, adopted_of
 from metadata.status import Code, RequestRejected
 from scheduler.pop.decisions import PopContext, PopPlan, PopRejection, decide_ack, decide_change, plan_fifo_redelivery, plan_new
 from scheduler.pop.receipt import ReceiptHandle, decode
-from scheduler.pop.records import REVIVE_TOPIC, AckRecord, InFlight, QueueKey, Record, SkipRecord, decode_records, encode_records
+from scheduler.pop.records import (REVIVE_TOPIC, AckRecord, InFlight, QueueKey, Record, ResetRecord, SkipRecord, decode_records,
+                                   encode_records)
 from scheduler.pop.table import HandleCheck, PopTable, QueueState
 from services.broker import requeue
 from services.broker.api import Delivery, FilterType, ReceiveRequest
@@ -158,6 +159,32 @@ class PopService:
             log.warning("offset write: %d skips not appended to the pop log (slaves' pop state keeps the old offsets): %s",
                         len(skips), error)
         return Accepted(written, decision.data_version)
+
+    async def reset_offsets(self, group: str, topic: str, targets: dict[int, int]) -> list[tuple[int, int, int]]:
+        """An operator's reset (``reset-offset-by-time``, ``skip-accumulated-message``): each queue
+        of ``targets`` starts over at its offset, forward or back, with nothing in flight.
+
+        Applied to the pop table and the offset table (DataVersion bumped, so slaves adopt it),
+        both files written before the reply, then the resets go to the pop log for the slaves'
+        pop state.  Returns (queue id, old committed offset, new offset) per queue.  Messages
+        in flight at the reset are delivered again if at or past the new offset (their old
+        receipt handles go stale)."""
+        self.catch_up()
+        now = self.clock.now_ms()
+        seq = self.table.next_seq(now)
+        old = {queue_id: self.committed_offset(group, topic, queue_id) or 0 for queue_id in targets}
+        resets = [ResetRecord(QueueKey(group, topic, queue_id), offset, seq) for queue_id, offset in sorted(targets.items())]
+        self.table.apply_all(resets)
+        version = self.keeper.versioned_table(now).data_version.next_version(now)
+        self.keeper.write({(topic, group, queue_id): offset for queue_id, offset in targets.items()}, version)
+        self._write_state_files()
+        try:
+            await self._write(resets)
+        except StoreError as error:  # durable here; only the slaves' pop state misses the resets
+            log.warning("offset reset: %d resets not appended to the pop log: %s", len(resets), error)
+        log.info("offsets of %s on %s reset: %s", group, topic,
+                 ", ".join(f"queue {q} {old[q]} -> {o}" for q, o in sorted(targets.items())))
+        return [(queue_id, old[queue_id], offset) for queue_id, offset in sorted(targets.items())]
 
     def _queue_facts(self, item: QueueOffset) -> QueueFacts:
         config = self.topics.get(item.topic)

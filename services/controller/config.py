@@ -73,6 +73,15 @@ class ControllerConfig:
     max_watchers: int = config_field("controllerMaxWatchers", 10_000, minimum=1,
                                      doc="concurrent WatchReplicaInfo subscribers")
 
+    max_message_bytes: int = config_field("controllerMaxMessageBytes", 4 << 20, unit="bytes", minimum=1 << 16,
+                                          maximum=1 << 30, doc="standalone member: largest gRPC message accepted or "
+                                                               "sent; larger requests get RESOURCE_EXHAUSTED (ours)")
+    bad_request_log_interval_ms: int = config_field(
+        "badRequestLogIntervalMillis", 10_000, unit="ms", minimum=0, maximum=3_600_000,
+        doc="requests that do not parse are logged at most once per peer host per interval (ours)")
+    metrics_port: int = config_field("controllerMetricsPort", 0, unit="port", minimum=0, maximum=65535,
+                                     doc="standalone member: Prometheus /metrics port on its peer host; 0: off (ours)")
+
     @property
     def peers(self) -> tuple[ControllerPeerAddress, ...]:
         return parse_peers(self.peers_text, "controllerDLegerPeers")

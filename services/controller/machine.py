@@ -37,12 +37,18 @@ class ControllerMachine:
         self.ready_term: int | None = None
         self.applied_index = 0
         self.applied_events = 0
+        self.elections = 0  # terms this member campaigned in, seen at role changes (metrics)
+        self.leader_changes = 0  # times the known leader changed (metrics)
 
     @property
     def serving(self) -> bool:
         return self.soft.role == Role.LEADER and self.ready_term == self.term
 
     def role_changed(self, soft: SoftState, term: int) -> None:
+        if term > self.term and soft.role in (Role.CANDIDATE, Role.LEADER):
+            self.elections += 1  # a term this member campaigned in (a one-member group wins in the same step)
+        if soft.leader_id != self.soft.leader_id and soft.leader_id is not None:
+            self.leader_changes += 1
         self.soft, self.term = soft, term
         if soft.role != Role.LEADER:
             if self.ready_term is not None:

@@ -4,7 +4,9 @@ Used by ``relaymq controller`` (its own gRPC server on this member's peer port) 
 nameserver when ``enableControllerInNamesrv = true`` (services added to the nameserver's
 server).  The Raft transport and ControllerService share the port, as DLedger's remoting
 server does.  ``await handle.stop()`` stops periodic work, the driver and, if we created
-it, the server.
+it, the server, then releases the store's lock.  The store directory is locked
+(``store.directory_lock``) before the Raft log is read: a second member on the same
+directory raises ``DirectoryLocked`` and reads nothing.
 """
 from __future__ import annotations
 
@@ -27,6 +29,9 @@ from services.controller.raft_driver import DriverLimits, RaftDriver
 from services.controller.service import ControllerServicer
 from services.controller.transport import RaftPeers, RaftTransportServicer
 from services.controller.watchers import Watchers
+from services.request_guard import GuardedServer, RequestGuard
+from services.status_metrics import STATUS, controller_samples
+from store.directory_lock import DirectoryLock, lock_directory
 from store.raft_storage import RaftStorage
 
 log = logging.getLogger(__name__)
@@ -40,12 +45,17 @@ class ControllerHandle:
     peers: RaftPeers
     server: grpc.aio.Server | None  # ours to stop; None when embedded
     port: int
+    lock: DirectoryLock | None = None
+    metrics_source: int | None = None
 
     async def stop(self) -> None:
+        STATUS.remove(self.metrics_source)
         await self.controller.stop()
         await self.peers.close()
         if self.server is not None:
             await self.server.stop(grace=0.5)
+        if self.lock is not None:
+            self.lock.release()
 
 
 def raft_config(config: ControllerConfig) -> RaftConfig:
@@ -63,8 +73,31 @@ def driver_limits(config: ControllerConfig) -> DriverLimits:
 
 
 async def start_controller(config: ControllerConfig, server: grpc.aio.Server | None = None,
-                           clock: Clock | None = None, seed: int | None = None) -> ControllerHandle:
+                           clock: Clock | None = None, seed: int | None = None,
+                           guard: RequestGuard | None = None) -> ControllerHandle:
+    """``guard`` counts and logs requests that do not parse (the nameserver's when embedded)."""
     clock = clock or SystemClock()
+    guard = guard or RequestGuard(config.bad_request_log_interval_ms)
+    lock = lock_directory(config.store_path, f"relaymq controller {config.self_id} of {config.group}")
+    try:
+        handle = await _start(config, server, clock, seed, guard)
+    except BaseException:
+        lock.release()
+        raise
+    handle.lock = lock
+    handle.metrics_source = STATUS.add(lambda: controller_source(handle), asyncio.get_running_loop())
+    return handle
+
+
+def controller_source(handle: ControllerHandle):
+    controller, config = handle.controller, handle.config
+    node, machine = controller.driver.node, controller.machine
+    return controller_samples(config.group, config.self_id, machine.serving, node.term, node.commit_index,
+                              machine.elections, machine.leader_changes)
+
+
+async def _start(config: ControllerConfig, server: grpc.aio.Server | None, clock: Clock, seed: int | None,
+                 guard: RequestGuard) -> ControllerHandle:
     storage = RaftStorage(config.store_path)
     recovered = await asyncio.to_thread(storage.load)
     watch_collections()
@@ -81,11 +114,14 @@ async def start_controller(config: ControllerConfig, server: grpc.aio.Server | N
                                           clock, driver_limits(config))
     own_server = server is None
     if own_server:
-        server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-    pb_grpc.add_ControllerServiceServicer_to_server(ControllerServicer(controller), server)
+        server = grpc.aio.server(options=[("grpc.so_reuseport", 0),
+                                          ("grpc.max_receive_message_length", config.max_message_bytes),
+                                          ("grpc.max_send_message_length", config.max_message_bytes)])
+    guarded = GuardedServer(server, guard)
+    pb_grpc.add_ControllerServiceServicer_to_server(ControllerServicer(controller), guarded)
     pb_grpc.add_RaftTransportServicer_to_server(
         RaftTransportServicer(config.group, me.node_id, {p.node_id for p in config.peers}, controller.driver.deliver),
-        server)
+        guarded)
     port = me.port
     if own_server:
         port = server.add_insecure_port(f"{me.host}:{me.port}")

@@ -17,6 +17,9 @@ listens there.  Every replica therefore listens, and each call is decided when i
   here, which answers with a status the client retries (HA_NOT_AVAILABLE).
 
 Requests are parsed only when served here; a relayed call costs one extra hop, no parse.
+The handlers served here may parse their requests themselves (``services.request_guard``
+registers them without a deserializer, to answer bytes that do not parse); then the raw
+bytes are handed to them as they are.
 """
 from __future__ import annotations
 
@@ -54,6 +57,10 @@ class Relays:
         channels, self._channels = list(self._channels.values()), {}
         for channel in channels:
             await channel.close()
+
+
+def _parsed(handler: grpc.RpcMethodHandler, raw: bytes):
+    return raw if handler.request_deserializer is None else handler.request_deserializer(raw)
 
 
 class BrokerPortHandler(grpc.GenericRpcHandler):
@@ -96,7 +103,7 @@ class BrokerPortHandler(grpc.GenericRpcHandler):
         async def behaviour(raw: bytes, context):
             where = await self.target(context)
             if where == LOCAL:
-                response = await handler.unary_unary(handler.request_deserializer(raw), context)
+                response = await handler.unary_unary(_parsed(handler, raw), context)
                 return handler.response_serializer(response)
             call = self.relays.channel(where).unary_unary(method)
             try:
@@ -109,7 +116,7 @@ class BrokerPortHandler(grpc.GenericRpcHandler):
         async def behaviour(raw: bytes, context):
             where = await self.target(context)
             if where == LOCAL:
-                async for response in handler.unary_stream(handler.request_deserializer(raw), context):
+                async for response in handler.unary_stream(_parsed(handler, raw), context):
                     yield handler.response_serializer(response)
                 return
             call = self.relays.channel(where).unary_stream(method)(
@@ -125,7 +132,8 @@ class BrokerPortHandler(grpc.GenericRpcHandler):
         async def behaviour(request_iterator, context):
             where = await self.target(context)
             if where == LOCAL:
-                parsed = (handler.request_deserializer(raw) async for raw in request_iterator)
+                parsed = (request_iterator if handler.request_deserializer is None
+                          else (handler.request_deserializer(raw) async for raw in request_iterator))
                 async for response in handler.stream_stream(parsed, context):
                     yield handler.response_serializer(response)
                 return

@@ -50,6 +50,18 @@ class _Client:
     streams: list[TelemetryStream] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class ClientInfo:
+    """One client as ``relaymq admin consumer-connection | producer-connection`` shows it."""
+
+    client_id: str
+    client_type: str
+    group: str
+    topics: frozenset[str]
+    idle_ms: int
+    streams: int
+
+
 class ClientRegistry:
     def __init__(self, config: MessagingConfig, clock):
         self._config = config
@@ -121,6 +133,13 @@ class ClientRegistry:
 
     def __len__(self) -> int:
         return len(self._clients)
+
+    def snapshot(self) -> list[ClientInfo]:
+        now = self._clock.monotonic_ms()
+        return [ClientInfo(client_id, client.client_type or (client.settings.client_type if client.settings else ""),
+                           client.group, frozenset(client.settings.topics) if client.settings else frozenset(),
+                           max(0, now - client.last_seen_ms), len(client.streams))
+                for client_id, client in sorted(self._clients.items())]
 
     def producer_streams(self, topic: str) -> list[TelemetryStream]:
         return [stream for client in self._clients.values()

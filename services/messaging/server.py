@@ -5,6 +5,12 @@ Rules: the server must accept large requests (``grpcMaxInboundMessageSize``; the
 clients ping every 300 s).  :func:`server_options` gives those options;
 :func:`add_messaging_services` registers the MessagingService and returns the
 :class:`ClientRegistry`, which is the brokers' ``TransactionCheckSink``.
+
+Requests that do not parse are answered by ``services.request_guard`` in front of the
+servicer: the client protocol carries its own status in every response, so a unary or
+server-streaming call gets its response type with ``BAD_REQUEST`` (40000) naming the method
+and what failed (:func:`bad_request_answers`); a Telemetry stream that sends such a command
+ends with INVALID_ARGUMENT, as its other refusals do.
 """
 from __future__ import annotations
 
@@ -13,12 +19,16 @@ import time
 import grpc
 
 from metadata.authentication import Accounts
+from metadata.status import Code, RequestRejected
+from proto import messaging_definition_pb2 as definition
+from proto import messaging_service_pb2 as service_pb
 from proto import messaging_service_pb2_grpc as service_grpc
 from services.broker.api import BrokerDirectory
 from services.messaging.broker_port import BrokerPortHandler, Relays
 from services.messaging.client_registry import ClientRegistry
 from services.messaging.config import MessagingConfig
 from services.messaging.servicer import MessagingService
+from services.request_guard import GuardedServer, RequestGuard, guard_method
 
 OTLP_METRICS_EXPORT = "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"
 
@@ -43,29 +53,33 @@ def _metrics_sink() -> grpc.GenericRpcHandler:
     return grpc.method_handlers_generic_handler("opentelemetry.proto.collector.metrics.v1.MetricsService", {"Export": handler})
 
 
-class GenericHandlersOnly:
-    """The generated ``add_..._to_server`` also registers every method with the core.  grpc.aio
-    then keeps one pending request-call future per registered method and ``asyncio.wait``s on
-    all of them (22 for MessagingService) for every incoming call; with the generic handler
-    alone it waits on one, as a bare echo server does.  Method paths and handlers are the same.
-    Every service on the client endpoint (the health service too) is added through it."""
+def bad_request_answers() -> dict[str, object]:
+    """Method path -> (details -> the method's response with status BAD_REQUEST), for every
+    MessagingService method with a single request."""
+    answers = {}
+    for method in service_pb.DESCRIPTOR.services_by_name["MessagingService"].methods:
+        if method.client_streaming:
+            continue
+        response_type = getattr(service_pb, method.output_type.name)
 
-    def __init__(self, server: grpc.aio.Server):
-        self._server = server
+        def answer(details: str, response_type=response_type):
+            return response_type(status=definition.Status(code=int(Code.BAD_REQUEST), message=details))
+        answers[f"/{method.containing_service.full_name}/{method.name}"] = answer
+    return answers
 
-    def add_generic_rpc_handlers(self, handlers) -> None:
-        self._server.add_generic_rpc_handlers(handlers)
 
-    def add_registered_method_handlers(self, service_name: str, handlers) -> None:
-        pass
+def _bad_command(details: str) -> BaseException:
+    return RequestRejected(Code.BAD_REQUEST, details)  # Telemetry ends the stream with INVALID_ARGUMENT
 
 
 def add_messaging_services(server: grpc.aio.Server, directory: BrokerDirectory, config: MessagingConfig, clock,
-                           accounts: Accounts | None = None) -> ClientRegistry:
-    """``accounts`` authenticate calls when ``authenticationEnabled``."""
+                           accounts: Accounts | None = None, guard: RequestGuard | None = None) -> ClientRegistry:
+    """``accounts`` authenticate calls when ``authenticationEnabled``; ``guard`` counts and logs
+    requests that do not parse (one per process, shared with the other servers)."""
     registry = ClientRegistry(config, clock)
     service = MessagingService(directory, config, clock, registry, accounts=accounts)
-    service_grpc.add_MessagingServiceServicer_to_server(service, GenericHandlersOnly(server))
+    guarded = GuardedServer(server, guard or RequestGuard(), bad_request_answers(), _bad_command)
+    service_grpc.add_MessagingServiceServicer_to_server(service, guarded)
     server.add_generic_rpc_handlers((_metrics_sink(),))
     return registry
 
@@ -84,11 +98,16 @@ class _MethodHandlers:
 
 
 def add_broker_port(server: grpc.aio.Server, replica, directory: BrokerDirectory, config: MessagingConfig, clock,
-                    registry: ClientRegistry, relays: Relays, accounts: Accounts | None = None) -> None:
+                    registry: ClientRegistry, relays: Relays, accounts: Accounts | None = None,
+                    guard: RequestGuard | None = None) -> None:
     """One broker's own endpoint (services.messaging.broker_port): ``directory`` is pinned to
-    the broker; ``registry`` is the container's (Telemetry streams on any endpoint reach it)."""
+    the broker; ``registry`` is the container's (Telemetry streams on any endpoint reach it).
+    Calls served here parse their requests behind the same guard as the client endpoint."""
     service = MessagingService(directory, config, clock, registry, accounts=accounts)
     collected = _MethodHandlers()
     service_grpc.add_MessagingServiceServicer_to_server(service, collected)
-    handler = BrokerPortHandler(replica, collected.handlers, relays, config.broker_endpoint_hold_ms, time.monotonic)
+    guard, answers = guard or RequestGuard(), bad_request_answers()
+    local = {path: guard_method(path, method, guard, answers.get(path), _bad_command)
+             for path, method in collected.handlers.items()}
+    handler = BrokerPortHandler(replica, local, relays, config.broker_endpoint_hold_ms, time.monotonic)
     server.add_generic_rpc_handlers((handler, _metrics_sink()))

@@ -35,6 +35,12 @@ class NamesrvConfig:
         doc="topics one registration may carry (ours)")
     max_message_bytes: int = config_field("namesrvMaxMessageBytes", 64 << 20, unit="bytes", minimum=1 << 16,
                                           maximum=1 << 30, doc="largest gRPC message accepted or sent (ours)")
+    bad_request_log_interval_ms: int = config_field(
+        "badRequestLogIntervalMillis", 10_000, unit="ms", minimum=0, maximum=3_600_000,
+        doc="requests that do not parse are logged at most once per peer host per interval (ours)")
+    metrics_port: int = config_field("namesrvMetricsPort", 0, unit="port", minimum=0, maximum=65535,
+                                     doc="standalone nameserver: Prometheus /metrics port on bindAddress; 0: off "
+                                         "(inside a container, the container's metricsPromExporterPort serves them) (ours)")
     max_concurrent_rpcs: int = config_field("namesrvMaxConcurrentRpcs", 1024, minimum=1, maximum=1_000_000,
                                             doc="RPCs served at once (ours)")
 

@@ -12,6 +12,7 @@ Rules:
 """
 from __future__ import annotations
 
+import asyncio
 import importlib
 import inspect
 import logging
@@ -25,6 +26,8 @@ from scheduler.clock import Clock, SystemClock
 from scheduler.periodic import PeriodicTasks
 from services.nameserver.config import NamesrvConfig
 from services.nameserver.service import NameserverDriver, NameserverServicer
+from services.request_guard import GuardedServer, RequestGuard
+from services.status_metrics import STATUS, nameserver_samples
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +45,7 @@ class NameserverHandle:
     owns_server: bool
     tasks: PeriodicTasks
     controller: Any = None
+    metrics_source: int | None = None
     _stopped: bool = field(default=False, repr=False)
 
     @property
@@ -52,6 +56,7 @@ class NameserverHandle:
         if self._stopped:
             return
         self._stopped = True
+        STATUS.remove(self.metrics_source)
         await self.tasks.stop()
         if self.controller is not None and hasattr(self.controller, "stop"):
             result = self.controller.stop()
@@ -68,12 +73,15 @@ def server_options(config: NamesrvConfig) -> list[tuple[str, int]]:
 
 
 async def start_nameserver(config: NamesrvConfig, server: grpc.aio.Server | None = None, *,
-                           clock: Clock | None = None, controller_config: Any = None) -> NameserverHandle:
+                           clock: Clock | None = None, controller_config: Any = None,
+                           guard: RequestGuard | None = None) -> NameserverHandle:
+    """``guard`` counts and logs requests that do not parse (the process's, or one of our own)."""
     driver = NameserverDriver(config, clock or SystemClock())
+    guard = guard or RequestGuard(config.bad_request_log_interval_ms)
     owns_server = server is None
     if server is None:
         server = grpc.aio.server(options=server_options(config), maximum_concurrent_rpcs=config.max_concurrent_rpcs)
-    pb_grpc.add_NameserverServiceServicer_to_server(NameserverServicer(driver), server)
+    pb_grpc.add_NameserverServiceServicer_to_server(NameserverServicer(driver), GuardedServer(server, guard))
     port = 0
     if owns_server:
         try:
@@ -86,8 +94,10 @@ async def start_nameserver(config: NamesrvConfig, server: grpc.aio.Server | None
     interval = config.scan_not_active_broker_interval_ms
     tasks.declare("scanNotActiveBroker", interval, driver.scan_not_active, initial_delay_ms=interval)
     handle = NameserverHandle(config, driver, server, port, owns_server, tasks)
+    handle.metrics_source = STATUS.add(lambda: nameserver_samples(driver.table.cluster_info()),
+                                       asyncio.get_running_loop())
     if config.enable_controller_in_namesrv:
-        handle.controller = await _maybe_start_controller(controller_config, server)
+        handle.controller = await _maybe_start_controller(controller_config, server, guard)
     if owns_server:
         await server.start()
     tasks.start()
@@ -95,7 +105,7 @@ async def start_nameserver(config: NamesrvConfig, server: grpc.aio.Server | None
     return handle
 
 
-async def _maybe_start_controller(controller_config: Any, server: grpc.aio.Server) -> Any:
+async def _maybe_start_controller(controller_config: Any, server: grpc.aio.Server, guard: RequestGuard) -> Any:
     try:
         module = importlib.import_module("services.controller.server")
     except ImportError:
@@ -104,5 +114,5 @@ async def _maybe_start_controller(controller_config: Any, server: grpc.aio.Serve
     if controller_config is None:
         log.warning("enableControllerInNamesrv is set but no controller configuration was given; no controller")
         return None
-    result = module.start_controller(controller_config, server)
+    result = module.start_controller(controller_config, server, guard=guard)
     return await result if inspect.isawaitable(result) else result

@@ -21,6 +21,7 @@ from metadata.route_types import BrokerRemoved, Decision, Rejected, RouteRejecti
 from proto import nameserver_pb2 as pb
 from proto import nameserver_pb2_grpc as pb_grpc
 from scheduler.clock import Clock
+from services import metrics
 from services.nameserver import converters as conv
 from services.nameserver.config import NamesrvConfig
 
@@ -130,7 +131,9 @@ class NameserverServicer(pb_grpc.NameserverServiceServicer):
         topic = conv.topic_name_from_proto(request.topic)
         route = self.driver.table.route(topic)
         if route is None:
+            metrics.labelled(metrics.ROUTES_SERVED, "not_found").inc()
             raise TopicRouteNotFound(topic)
+        metrics.labelled(metrics.ROUTES_SERVED, "found").inc()
         return conv.route_to_proto(route)
 
     @_rpc

@@ -79,7 +79,8 @@ def test_brokers_register_route_and_a_silent_broker_expires(nameserver):
     route = relaymq("admin", "topic-route", "--topic", "U", "--namesrv", nameserver.address, "--json")
     assert json.loads(route.stdout)["brokerDatas"][0]["clientEndpoints"] == {"0": "127.0.0.1:8082"}
     missing = relaymq("admin", "topic-route", "--topic", "Nope", "--namesrv", nameserver.address, "--json")
-    assert missing.returncode == 1 and missing.stderr.strip() == f"relaymq: topic Nope has no route at nameserver {nameserver.address}"
+    assert missing.returncode == 1 and missing.stderr.strip() == (
+        f"relaymq: topic Nope does not exist: no broker serves it (nameserver {nameserver.address})")
     assert nameserver.stop() == 0
 
 

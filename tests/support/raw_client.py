@@ -34,13 +34,14 @@ class RawClient:
         return self.stub.QueryRoute(s.QueryRouteRequest(topic=d.Resource(name=topic), endpoints=self.endpoints()), metadata=self.metadata, timeout=timeout)
 
     def send(self, topic: str, body: bytes, tag: str | None = None, message_type: int = d.NORMAL, group: str | None = None,
-             timeout: float = 10) -> s.SendMessageResponse:
+             timeout: float = 10, keys: tuple[str, ...] = ()) -> s.SendMessageResponse:
         props = d.SystemProperties(message_id=uuid.uuid4().hex.upper()[:34], message_type=message_type, body_encoding=d.IDENTITY,
                                    born_timestamp=timestamp_pb2.Timestamp(seconds=int(time.time())), born_host="127.0.0.1")
         if tag is not None:
             props.tag = tag
         if group is not None:
             props.message_group = group
+        props.keys.extend(keys)
         message = d.Message(topic=d.Resource(name=topic), body=body, system_properties=props)
         return self.stub.SendMessage(s.SendMessageRequest(messages=[message]), metadata=self.metadata, timeout=timeout)
 

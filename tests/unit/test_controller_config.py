@@ -52,7 +52,9 @@ def test_cli_reports_config_errors_in_one_line(tmp_path, capsys):
 
 
 def test_admin_rejects_bad_controller_address(capsys):
-    assert main(["admin", "get-controller-metadata", "--controller", "nonsense"]) == 2
+    with pytest.raises(SystemExit) as exited:  # argparse: checked before anything is sent
+        main(["admin", "get-controller-metadata", "--controller", "nonsense"])
+    assert exited.value.code == 2
     assert "--controller" in capsys.readouterr().err
 
 

@@ -52,7 +52,36 @@ def test_container_cli_does_not_import_spark_tools():
 def test_input_errors_exit_1_with_one_line(argv, fragment, capsys):
     assert cli.main(argv) == 1
     err = capsys.readouterr().err
-    assert fragment in err and err.count("\n") == 1 and "Traceback" not in err
+    assert fragment in err and len(errors(err)) == 1 and "Traceback" not in err
+
+
+def errors(err: str) -> list[str]:
+    """stderr without the progress lines (``offset-diff [1.2 s]: ...``)."""
+    return [line for line in err.splitlines() if not line.startswith("offset-diff [")]
+
+
+def test_quiet_hides_progress(monkeypatch, capsys):
+    monkeypatch.setattr(offset_diff_job, "build_session", lambda config: (_ for _ in ()).throw(RuntimeError("no java")))
+    argv = ["offset-diff", "--quiet", "--snapshot", "broker-b:0=" + os.path.join(FIXTURES, "broker-b-master.json"),
+            "--snapshot", "broker-b:1=" + os.path.join(FIXTURES, "broker-b-slave.json")]
+    assert cli.main(argv) == 1
+    assert capsys.readouterr().err == "relaymq: offset-diff: cannot start Spark: no java\n"
+
+
+def test_spark_binds_loopback_by_default_and_can_be_told_otherwise():
+    from container.cli_offset_diff import spark_binding
+
+    loopback = (("spark.driver.bindAddress", "127.0.0.1"), ("spark.driver.host", "127.0.0.1"))
+    assert spark_binding(None, "local[*]", {}) == ("127.0.0.1", loopback)
+    assert spark_binding(None, "local[*]", {"SPARK_LOCAL_IP": "10.0.0.5"})[0] == "10.0.0.5"
+    assert spark_binding("10.0.0.7", "local[2]", {"SPARK_LOCAL_IP": "10.0.0.5"})[0] == "10.0.0.7"
+    assert spark_binding(None, "spark://master:7077", {}) == (None, ())
+
+
+def test_bind_address_must_be_an_ip(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["offset-diff", "--bind-address", "not-an-ip"])
+    assert "'not-an-ip' is not an IP address" in capsys.readouterr().err
 
 
 def make_plan(tmp_path, counter_now: int):
@@ -104,7 +133,7 @@ def test_replica_fetch_errors_are_one_line(capsys):
     assert "BROKER_GROUP@HOST:PORT" in capsys.readouterr().err
     assert cli.main(["offset-diff", "--replica", "broker-a@127.0.0.1:1", "--fetch-timeout-ms", "2000"]) == 1
     err = capsys.readouterr().err
-    assert "incomplete set of replicas: broker-a@127.0.0.1:1: UNAVAILABLE" in err and err.count("\n") == 1
+    assert "incomplete set of replicas: broker-a@127.0.0.1:1: UNAVAILABLE" in err and len(errors(err)) == 1
     assert cli.main(["offset-diff", "--replica", "broker-a@h:1", "--snapshot", "a:0=x"]) == 1
     assert "cannot be combined" in capsys.readouterr().err
 
@@ -118,7 +147,8 @@ def test_spark_that_cannot_start_is_one_line_exit_1(monkeypatch, capsys):
             "--snapshot", "broker-b:1=" + os.path.join(FIXTURES, "broker-b-slave.json")]
     assert cli.main(argv) == 1
     err = capsys.readouterr().err
-    assert "cannot start Spark: [JAVA_GATEWAY_EXITED]" in err and err.count("\n") == 1
+    assert "cannot start Spark: [JAVA_GATEWAY_EXITED]" in err and len(errors(err)) == 1
+    assert "offset-diff [0.0 s]: reading 2 snapshot files" in err and "starting Spark (local[*], driver bound to" in err
 
 
 def test_a_failing_spark_job_is_one_line_exit_1(monkeypatch, tmp_path, capsys):
@@ -134,4 +164,4 @@ def test_a_failing_spark_job_is_one_line_exit_1(monkeypatch, tmp_path, capsys):
         (tmp_path / part).mkdir()
     assert cli.main(["offset-diff", "--input-parquet", str(tmp_path)]) == 1
     err = capsys.readouterr().err
-    assert "Spark job failed: [TASK_FAILED] executor lost" in err and err.count("\n") == 1
+    assert "Spark job failed: [TASK_FAILED] executor lost" in err and len(errors(err)) == 1

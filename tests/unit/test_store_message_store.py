@@ -427,3 +427,16 @@ def test_get_reads_neighbouring_records_at_once_and_still_skips_a_corrupt_one(tm
         assert [m.queue_offset for m in got.messages] == [0, 1, 2, 4, 5, 6, 7, 8] and got.next_offset == 9
         store.shutdown()
     run(scenario())
+
+
+def test_messages_from_counts_entries_at_or_past_a_commit_offset(tmp_path):
+    store = make(tmp_path)
+    store.start()
+    try:
+        stored = run(put_each(store, [draft(i, queue_id=i % 3, topic="T" if i % 2 else "U") for i in range(10)]))
+        assert store.messages_from(0) == 10
+        assert store.messages_from(stored[4].commit_offset) == 6
+        assert store.messages_from(stored[4].commit_offset + 1) == 5
+        assert store.messages_from(store.commit_log_max_offset) == 0
+    finally:
+        store.shutdown()

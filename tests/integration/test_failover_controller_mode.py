@@ -169,3 +169,22 @@ def test_the_data_plane_keeps_working_while_every_controller_is_down(cluster, tm
     counts = finish(cluster, producer, consumers)
     assert counts.lost == set(), f"{len(counts.lost)} acknowledged messages never consumed"
     assert counts.reorders() == 0
+
+
+def test_elect_master_moves_who_serves(cluster, tmp_path):
+    """``relaymq admin elect-master`` changes who serves, not only the controller's table."""
+    producer, consumers = start_load(cluster, tmp_path)
+    wait_for(lambda: acked_after(producer, 0) > 100, 30, "the load runs")
+    view = cluster.view("broker-a")
+    other = next(i for i in view.sync_state_set if i != view.master_broker_id)
+    moved_at = time.monotonic()
+    elected = cluster.containers[1].admin("elect-master", "--controller", cluster.controller_addr, "--broker",
+                                          "broker-a", "--broker-id", str(other))
+    assert elected.returncode == 0, elected.stdout + elected.stderr
+    wait_for(lambda: cluster.master_container("broker-a") == 1, 10, "container 2 becomes broker-a's master")
+    wait_for(lambda: ha_of(cluster, 1, "broker-a")["role"] == "MASTER" and ha_of(cluster, 0, "broker-a")["role"] == "SLAVE",
+             10, "the replicas switch roles")
+    wait_for(lambda: acked_after(producer, moved_at) > 100, 15, "sends keep being acknowledged")
+    counts = finish(cluster, producer, consumers)
+    assert counts.lost == set(), f"{len(counts.lost)} acknowledged messages never consumed"
+    assert counts.reorders() == 0

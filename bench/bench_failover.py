@@ -201,6 +201,7 @@ def main() -> int:
     parser.add_argument("--floor", action="store_true", help="measure the client's own floor first")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the run directories (logs)")
+    parser.add_argument("--keep-failed", action="store_true", help="keep the directories of runs that lost messages")
     args = parser.parse_args()
     if args.fault == "stop" and args.stop_s >= args.after_s:
         parser.error("--stop-s must be shorter than --after-s")
@@ -214,9 +215,13 @@ def main() -> int:
         for index in range(args.runs):
             report["runs"].append(one_run(index, args, root))
             print("run", json.dumps(report["runs"][-1]), flush=True)
+            if args.keep_failed and not args.keep and not report["runs"][-1]["lost"]:
+                shutil.rmtree(root / f"run-{index}", ignore_errors=True)
     finally:
-        if not args.keep:
+        if not args.keep and not args.keep_failed:
             shutil.rmtree(root, ignore_errors=True)
+        elif args.keep_failed:
+            print(f"kept in {root}", flush=True)
     keys = ["detection_ms", "election_ms", "role_switch_ms", "first_write_ms", "route_ms", "gap_overall_ms",
             "gap_fifo_ms", "lost", "duplicated", "reordered"]
     report["summary"] = summary(report["runs"], keys)

@@ -74,6 +74,7 @@ def bind_broker(entry: BrokerEntry, container: ContainerConfig) -> BrokerSpec:
         store = bind(StoreConfig, {**values, "storePathRootDir": str(Path.cwd() / store.store_path_root_dir)}, entry.where)
     if not controller_mode:
         _check_role(broker, entry.where)
+    _check_acting(broker, controller_mode, entry.where)
     try:
         ha = bind(HaConfig, values, entry.where)
     except ConfigError as failure:
@@ -101,6 +102,15 @@ def _controller_mode(values: dict, where: str) -> bool:
         if not host or not port.isdigit() or not 0 < int(port) < 65536:
             raise ConfigError(where, "controllerAddr", f"{address!r} is not host:port")
     return True
+
+
+def _check_acting(broker: BrokerConfig, controller_mode: bool, where: str) -> None:
+    """Acting master is the fixed-role deployment's failover (RIP-32); the controller's is RIP-44."""
+    if broker.enable_slave_acting_master and controller_mode:
+        raise ConfigError(where, "enableSlaveActingMaster", "not with enableControllerMode: the controller elects a new "
+                                                            "master instead of letting a slave act")
+    if broker.enable_remote_escape and not broker.enable_slave_acting_master:
+        raise ConfigError(where, "enableRemoteEscape", "needs enableSlaveActingMaster (only an acting slave escapes)")
 
 
 def _check_role(broker: BrokerConfig, where: str) -> None:

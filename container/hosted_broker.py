@@ -111,6 +111,9 @@ def _check_acting(broker: BrokerConfig, controller_mode: bool, where: str) -> No
                                                             "master instead of letting a slave act")
     if broker.enable_remote_escape and not broker.enable_slave_acting_master:
         raise ConfigError(where, "enableRemoteEscape", "needs enableSlaveActingMaster (only an acting slave escapes)")
+    if broker.lock_in_strict_mode and not broker.enable_slave_acting_master:
+        raise ConfigError(where, "lockInStrictMode", "needs enableSlaveActingMaster (the quorum is asked of the group's "
+                                                     "member set, which acting mode keeps)")
 
 
 def _check_role(broker: BrokerConfig, where: str) -> None:

@@ -131,18 +131,20 @@ class ActingQueueKey(_message.Message):
     def __init__(self, group: _Optional[str] = ..., topic: _Optional[str] = ..., queue_id: _Optional[int] = ...) -> None: ...
 
 class ActingLockQueuesRequest(_message.Message):
-    __slots__ = ("broker_name", "holder_id", "queues", "lease_ms", "unlock")
+    __slots__ = ("broker_name", "holder_id", "queues", "lease_ms", "unlock", "broker_id")
     BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
     HOLDER_ID_FIELD_NUMBER: _ClassVar[int]
     QUEUES_FIELD_NUMBER: _ClassVar[int]
     LEASE_MS_FIELD_NUMBER: _ClassVar[int]
     UNLOCK_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     broker_name: str
     holder_id: int
     queues: _containers.RepeatedCompositeFieldContainer[ActingQueueKey]
     lease_ms: int
     unlock: bool
-    def __init__(self, broker_name: _Optional[str] = ..., holder_id: _Optional[int] = ..., queues: _Optional[_Iterable[_Union[ActingQueueKey, _Mapping]]] = ..., lease_ms: _Optional[int] = ..., unlock: _Optional[bool] = ...) -> None: ...
+    broker_id: int
+    def __init__(self, broker_name: _Optional[str] = ..., holder_id: _Optional[int] = ..., queues: _Optional[_Iterable[_Union[ActingQueueKey, _Mapping]]] = ..., lease_ms: _Optional[int] = ..., unlock: _Optional[bool] = ..., broker_id: _Optional[int] = ...) -> None: ...
 
 class ActingLockQueuesResponse(_message.Message):
     __slots__ = ("granted",)

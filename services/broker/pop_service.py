@@ -94,6 +94,7 @@ class PopService:
         self.data_version = DataVersion()  # of the pop state; moves only while acting (and by adoption)
         self.journal = PopJournal(config_dir / JOURNAL_FILE)
         self.bridge = None  # services.acting.escape.EscapeBridge while this slave acts
+        self.fifo_gate = None  # services.acting.fifo_lock.FifoLocks (lockInStrictMode)
 
     # ---- recovery and snapshot -------------------------------------------------------------
     def recover(self) -> int:
@@ -247,7 +248,9 @@ class PopService:
 
     def start_acting(self, bridge) -> None:
         self.catch_up()
-        self.data_version = self.data_version.next_version(self.clock.now_ms(), self.data_version.state_version + 1)
+        now = self.clock.now_ms()
+        self.data_version = self.data_version.next_version(now, self.data_version.state_version + 1)
+        self.keeper.open_state_version(now)
         self.bridge = bridge
         self._write_state_files()
 
@@ -285,10 +288,14 @@ class PopService:
         wait_until = min(request.deadline_ms, self.clock.monotonic_ms() + long_poll_ms)
         timed_out = False
         while True:
+            allowed = None  # FIFO under lockInStrictMode: only the queues whose lock quorum this replica holds
+            if group.consume_message_orderly and self.fifo_gate is not None and self.fifo_gate.strict:
+                allowed = await self.fifo_gate.acquire([QueueKey(request.group, request.topic, queue_id)
+                                                        for queue_id in range(topic.read_queue_nums)])
             waiter = self.notifier.register((request.topic, retry_topic_for(request.group, request.topic)))
             try:
                 plans = self._plan(request, message_filter, group.consume_message_orderly, group.max_delivery_attempts,
-                                   topic.read_queue_nums)
+                                   topic.read_queue_nums, allowed)
                 if plans:
                     return await self._deliver(request.group, plans)
                 remaining = wait_until - self.clock.monotonic_ms()
@@ -329,13 +336,15 @@ class PopService:
         return state
 
     def _plan(self, request: ReceiveRequest, message_filter: MessageFilter, fifo: bool, group_max_attempts: int,
-              read_queues: int) -> list[PopPlan]:
+              read_queues: int, allowed: set[QueueKey] | None = None) -> list[PopPlan]:
         now = self.clock.now_ms()
         budget = min(request.batch_size, self.config.max_receive_batch_size)
         plans = []
         for key in self._queue_keys(request, fifo, read_queues):
             if budget <= 0:
                 break
+            if allowed is not None and key not in allowed:
+                continue
             invisible_ms = request.invisible_ms
             if request.auto_renew or invisible_ms <= 0:
                 invisible_ms = invisible_ms if invisible_ms > 0 else self.config.pop_invisible_time_auto_renew_ms

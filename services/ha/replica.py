@@ -86,6 +86,12 @@ class BrokerReplica:
         return slave.master_client_endpoint or None
 
     @property
+    def copying_from_master(self) -> bool:
+        """A SLAVE whose replication is connected to a master now (acting master: such a slave
+        never acts, whatever the nameserver says)."""
+        return self.role is Role.SLAVE and self.slave is not None and bool(self.slave.connected_to)
+
+    @property
     def broker_id(self) -> int:
         return MASTER_ID if self.role is Role.MASTER else self.own_id
 

@@ -60,6 +60,13 @@ def test_remote_escape_needs_acting_master(tmp_path):
     assert spec.broker.enable_remote_escape and spec.broker.enable_slave_acting_master
 
 
+def test_strict_lock_needs_acting_master(tmp_path):
+    with pytest.raises(ConfigError) as refused:
+        _bind(tmp_path, lockInStrictMode=True)
+    assert refused.value.key == "lockInStrictMode" and "enableSlaveActingMaster" in str(refused.value)
+    assert _bind(tmp_path, lockInStrictMode=True, enableSlaveActingMaster=True).broker.lock_in_strict_mode
+
+
 def test_defaults_are_upstreams():
     config = bind(BrokerConfig, {}, "c")
     assert not config.enable_slave_acting_master and not config.enable_remote_escape and not config.lock_in_strict_mode

@@ -10,7 +10,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from services.broker.api import BrokerApi, QueueRoute, TransactionCheck
-from services.messaging.broker_choice import LocalBroker, broker_for_send, broker_named, local_routes
+from services.messaging.broker_choice import LocalBroker, broker_for_send, broker_named, local_routes, no_master_reason
 
 if TYPE_CHECKING:
     from container.runtime import BrokerContainer
@@ -50,7 +50,7 @@ class ContainerDirectory:
 
     def _views(self, hosted) -> list[LocalBroker]:
         return [LocalBroker(h.name, h.broker.broker_id, h.is_master, h.spec.broker.auto_create_topic_enable,
-                            h.broker.topics.get) for h in hosted]
+                            h.broker.topics.get, h.broker.is_acting) for h in hosted]
 
     def local_broker(self, broker_name: str) -> BrokerApi | None:
         hosted = self._hosted()
@@ -61,6 +61,9 @@ class ContainerDirectory:
         hosted = self._hosted()
         index = broker_for_send(self._views(hosted), topic, self.pinned_name)
         return hosted[index].broker if index is not None else None
+
+    def no_master_reason(self, topic: str) -> str:
+        return no_master_reason(self._views(self._hosted()), topic, self.pinned_name)
 
     async def route(self, topic: str) -> list[QueueRoute]:
         registration = self.container.registration

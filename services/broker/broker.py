@@ -167,17 +167,25 @@ class Broker:
             start_acting(self)
         self._special_running, self._acting_now = True, acting
         self.special.start()
+        if acting:
+            self._serving_changed()
         log.info("broker %s: special services (timer, revive, transaction check) started%s", self.name,
                  " as the acting master: writes escape to live masters" if acting else "")
 
     async def _stop_special(self) -> None:
         self._special_running = False
-        await self.special.stop()
+        await self.special.stop(finish_runs=True)  # an escape and its resolution are never cut apart
         if self._acting_now:
             self._acting_now = False
             stop_acting(self)
+            self._serving_changed()
         self.persist()
         log.info("broker %s: special services stopped", self.name)
+
+    def _serving_changed(self) -> None:
+        notify = getattr(self.replication, "notify_changed", None)
+        if notify is not None:
+            notify()
 
     @property
     def special_services_running(self) -> bool:
@@ -267,6 +275,22 @@ class Broker:
         self._writable()
         self.replication.check_writable()
         return await escape_put(self, items)
+
+    async def query_offset(self, topic: str, queue_id: int, policy: str, timestamp_ms: int | None) -> int:
+        """BEGINNING: the queue's min offset; END: its max; TIMESTAMP: the first message stored at
+        or after ``timestamp_ms``.  A master's read, answered by an acting slave too."""
+        if not self._acting_now:
+            self._writable()
+        config = self.topics.get(topic)
+        if config is None and topic not in self.store.queues():
+            raise RequestRejected(Code.TOPIC_NOT_FOUND, f"topic {topic} does not exist on broker {self.name}")
+        if config is not None and queue_id >= config.queue_nums and queue_id not in self.store.queues().get(topic, []):
+            raise RequestRejected(Code.BAD_REQUEST, f"topic {topic} has no queue {queue_id} on broker {self.name}")
+        if policy == "BEGINNING":
+            return self.store.min_offset(topic, queue_id)
+        if policy == "END":
+            return self.store.max_offset(topic, queue_id)
+        return self.store.offset_for_timestamp(topic, queue_id, timestamp_ms)
 
     def group_settings(self, group: str) -> GroupSettings:
         config = self.groups.get(group)

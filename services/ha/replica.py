@@ -56,6 +56,11 @@ class BrokerReplica:
         self._changed.set()
         self._changed = asyncio.Event()
 
+    def notify_changed(self) -> None:
+        """Something else about who serves this group's clients changed (a slave started or
+        stopped acting for its absent master): wake the calls held on this replica."""
+        self._notify()
+
     async def wait_changed(self, timeout_s: float) -> None:
         """Return at the next change, or after ``timeout_s``."""
         waiter = asyncio.ensure_future(self._changed.wait())

@@ -1,5 +1,9 @@
 """``relaymq admin ha-status``: per broker group, the master and each slave's replication.
 
+Each replica also says whether its special services (timer, transaction check, pop revive)
+run (``specialServicesRunning``) and whether it is a slave acting for its absent master
+(``acting``; acting master, RIP-32).
+
 Rules: the members come from the nameserver's cluster info; each member's container is
 asked for its broker status (``BrokerStatus``), whose ``ha`` part the replication driver
 fills.  Lag in bytes is the master's max offset minus the slave's acknowledged offset;
@@ -28,7 +32,9 @@ async def _member_status(member: Any, timeout_ms: int) -> dict | None:
         return None
     for broker in reply.brokers:
         if broker.broker_id == member.broker_id:
-            return json.loads(broker.status_json or "{}").get("ha")
+            status = json.loads(broker.status_json or "{}")
+            return {**(status.get("ha") or {}), "specialServicesRunning": bool(status.get("specialServicesRunning")),
+                    "acting": bool(status.get("acting"))}
     return None
 
 
@@ -39,7 +45,9 @@ def _slave_row(member: Any, own: dict | None, master: dict | None) -> dict:
            "maxOffset": own["maxOffset"] if own else None, "confirmOffset": own["confirmOffset"] if own else None,
            "connected": bool(seen and seen["connected"]), "inSyncStateSet": bool(seen and seen["inSyncStateSet"]),
            "learner": bool(seen and seen["learner"]),
-           "ackOffset": seen["ackOffset"] if seen else (own.get("ackedOffset") if own else None)}
+           "ackOffset": seen["ackOffset"] if seen else (own.get("ackedOffset") if own else None),
+           "specialServicesRunning": bool(own and own.get("specialServicesRunning")),
+           "acting": bool(own and own.get("acting"))}
     if master is not None and row["ackOffset"] is not None:
         row["lagBytes"] = max(0, master["maxOffset"] - row["ackOffset"])
     else:
@@ -57,7 +65,8 @@ def _unregistered_slaves(group: dict, registered: set[int], master: dict | None)
     return [{"brokerId": s["slaveId"], "address": s.get("address") or "", "state": "NOT_REGISTERED", "lastClose": "",
              "maxOffset": None, "confirmOffset": None, "connected": bool(s["connected"]),
              "inSyncStateSet": bool(s["inSyncStateSet"]), "learner": bool(s["learner"]), "ackOffset": s["ackOffset"],
-             "lagBytes": max(0, master["maxOffset"] - s["ackOffset"]), "lagMessages": None}
+             "lagBytes": max(0, master["maxOffset"] - s["ackOffset"]), "lagMessages": None,
+             "specialServicesRunning": None, "acting": None}
             for s in (master or {}).get("slaves", []) if s["slaveId"] not in registered]
 
 

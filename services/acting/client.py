@@ -36,8 +36,10 @@ class ActingRejected(ActingError):
 
 class ActingClient:
     def __init__(self, max_message_bytes: int = 64 << 20):
+        # a container that comes back is reached within a second (gRPC's default backoff grows to 2 minutes)
         self._options = [("grpc.max_send_message_length", max_message_bytes),
-                         ("grpc.max_receive_message_length", max_message_bytes)]
+                         ("grpc.max_receive_message_length", max_message_bytes),
+                         ("grpc.max_reconnect_backoff_ms", 1000)]
         self._stubs: dict[str, tuple[grpc.aio.Channel, pb_grpc.ActingServiceStub]] = {}
 
     def _stub(self, address: str) -> pb_grpc.ActingServiceStub:

@@ -96,6 +96,7 @@ class Broker:
         self.notifier = AppendNotifier()
         self.pop = PopService(config, store, clock, self.topics, self.groups, self.notifier, config_dir)
         self.pop.fifo_gate = self.fifo_locks
+        self.pop.serving = lambda: self.replication.is_master or self._acting_now
         self.timer = TimerService(config, store, clock, config_dir)
         self.transactions = TransactionService(config, store, clock, transaction_sink, config_dir)
         self.sender = SendService(config, store, clock, self.topics, self.timer, self.transactions)
@@ -179,6 +180,7 @@ class Broker:
             self._acting_now = False
             stop_acting(self)
             self._serving_changed()
+            self.notifier.wake_all()  # long polls waiting here end (they may not deliver from a plain slave)
         self.persist()
         log.info("broker %s: special services stopped", self.name)
 

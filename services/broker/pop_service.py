@@ -35,12 +35,11 @@ Durability design (close to RocketMQ's own pop checkpoints):
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Sequence
+from typing import Callable, Sequence
 
 from ha.acting.escape_target import EscapeKind
 from metadata.consumer_offsets import ConsumerOffsetTable
@@ -95,6 +94,7 @@ class PopService:
         self.journal = PopJournal(config_dir / JOURNAL_FILE)
         self.bridge = None  # services.acting.escape.EscapeBridge while this slave acts
         self.fifo_gate = None  # services.acting.fifo_lock.FifoLocks (lockInStrictMode)
+        self.serving: Callable[[], bool] = lambda: True  # the broker serves pop calls now (master, or acting)
 
     # ---- recovery and snapshot -------------------------------------------------------------
     def recover(self) -> int:
@@ -266,9 +266,11 @@ class PopService:
         between), so the cursor moves past them here and :meth:`persist` does not read back
         and re-apply what this process wrote (it still reads what it did not, e.g. records a
         retried put left behind, or a slave's replicated log)."""
-        if self.bridge is not None:  # acting: never the slave's own log
-            await asyncio.to_thread(self.journal.append, records)
+        if self.bridge is not None:  # acting: never the slave's own log; no await, so a switch never splits it
+            self.journal.append(records)
             return
+        if not self.serving():
+            raise RequestRejected(Code.FORBIDDEN, f"broker {self.config.broker_name} stopped serving pop calls")
         now = self.clock.now_ms()
         drafts = [MessageDraft.trusted(REVIVE_TOPIC, 0, body, now, "", _NO_PROPERTIES, _NO_PROPERTIES)
                   for body in encode_records(records)]
@@ -288,6 +290,8 @@ class PopService:
         wait_until = min(request.deadline_ms, self.clock.monotonic_ms() + long_poll_ms)
         timed_out = False
         while True:
+            if not self.serving():  # a long poll that outlived the acting slave's turn ends empty
+                return []
             allowed = None  # FIFO under lockInStrictMode: only the queues whose lock quorum this replica holds
             if group.consume_message_orderly and self.fifo_gate is not None and self.fifo_gate.strict:
                 allowed = await self.fifo_gate.acquire([QueueKey(request.group, request.topic, queue_id)

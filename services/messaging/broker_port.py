@@ -50,8 +50,8 @@ class Relays:
 
     def channel(self, address: str) -> grpc.aio.Channel:
         channel = self._channels.get(address)
-        if channel is None:
-            channel = grpc.aio.insecure_channel(address, options=self._options)
+        if channel is None:  # a master that comes back is reached within a second, not gRPC's up to 2 minutes
+            channel = grpc.aio.insecure_channel(address, options=[*self._options, ("grpc.max_reconnect_backoff_ms", 1000)])
             self._channels[address] = channel
         return channel
 

@@ -62,6 +62,14 @@ class ContainerDirectory:
         index = broker_for_send(self._views(hosted), topic, self.pinned_name)
         return hosted[index].broker if index is not None else None
 
+    def broker_for_transaction(self, topic: str, message_id: str, transaction_id: str) -> BrokerApi | None:
+        """The local broker holding the half message (an acting slave's halves are resolved where
+        they are, whichever endpoint the producer answered its check on)."""
+        for hosted in self._hosted():
+            if self.pinned_name in (None, hosted.name) and hosted.broker.holds_transaction(topic, message_id, transaction_id):
+                return hosted.broker
+        return None
+
     def no_master_reason(self, topic: str) -> str:
         return no_master_reason(self._views(self._hosted()), topic, self.pinned_name)
 

@@ -243,10 +243,18 @@ class Broker:
         await self.replication.wait_replicated(self.store.commit_log_max_offset)
 
     async def end_transaction(self, topic: str, message_id: str, transaction_id: str, commit: bool, from_check: bool) -> None:
+        """A resolution; an acting slave resolves its own halves too (a commit escapes the message)."""
+        if self._acting_now:
+            await self.transactions.end(topic, message_id, transaction_id, commit)
+            return
         self._writable()
         await self.transactions.end(topic, message_id, transaction_id, commit)
         if commit:
             await self._replicated()
+
+    def holds_transaction(self, topic: str, message_id: str, transaction_id: str) -> bool:
+        """This broker can resolve the half ``transaction_id`` names: it is master or acting and has it."""
+        return (self.replication.is_master or self._acting_now) and self.transactions.holds(topic, message_id, transaction_id)
 
     async def recall(self, topic: str, recall_handle: str) -> str:
         self._writable()

@@ -148,6 +148,14 @@ class TransactionService:
             raise RequestRejected(Code.INVALID_TRANSACTION_ID, f"no transaction {txid!r} for message {message_id} in topic {topic}")
         return half
 
+    def holds(self, topic: str, message_id: str, txid: str) -> bool:
+        """This broker's log has the half message ``txid`` names (an EndTransaction is for it)."""
+        try:
+            self._half(topic, message_id, txid)
+        except RequestRejected:
+            return False
+        return True
+
     async def end(self, topic: str, message_id: str, txid: str, commit: bool) -> None:
         async with self._end_lock:
             half = self._half(topic, message_id, txid)

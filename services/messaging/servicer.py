@@ -215,7 +215,10 @@ class MessagingService(service_grpc.MessagingServiceServicer):
     async def _end_transaction(self, request, client, context):
         end = converters.end_transaction(request, self._config)
         if end.commit is not None:
-            await self._master(end.topic).end_transaction(end.topic, end.message_id, end.transaction_id, end.commit, end.from_check)
+            holder = getattr(self._directory, "broker_for_transaction", None)
+            broker = holder(end.topic, end.message_id, end.transaction_id) if holder is not None else None
+            broker = broker or self._master(end.topic)
+            await broker.end_transaction(end.topic, end.message_id, end.transaction_id, end.commit, end.from_check)
         return service.EndTransactionResponse(status=responses.OK)
 
     async def RecallMessage(self, request, context):

@@ -63,10 +63,11 @@ class ContainerDirectory:
         return hosted[index].broker if index is not None else None
 
     def broker_for_transaction(self, topic: str, message_id: str, transaction_id: str) -> BrokerApi | None:
-        """The local broker holding the half message (an acting slave's halves are resolved where
-        they are, whichever endpoint the producer answered its check on)."""
+        """The local broker holding the half message, pinned or not: a check goes out on any of
+        the producer's streams this container serves, and its answer comes back on that stream's
+        endpoint, which may be another broker's own (an acting slave's halves are checked too)."""
         for hosted in self._hosted():
-            if self.pinned_name in (None, hosted.name) and hosted.broker.holds_transaction(topic, message_id, transaction_id):
+            if hosted.broker.holds_transaction(topic, message_id, transaction_id):
                 return hosted.broker
         return None
 

@@ -35,9 +35,22 @@ class ActingCluster:
         self.broker_keys = {**BROKER_KEYS, **(broker_keys or {})}
         self.not_active_timeout_ms = not_active_timeout_ms
         (self.namesrv_port,) = free_ports(1)
-        self.listen_ports = [free_ports(len(container)) for container in self.layout]
+        self.listen_ports = self._listen_ports()
         self.namesrv_process: subprocess.Popen | None = None
         self.containers: list[ContainerProcess] = []
+
+    def _listen_ports(self) -> list[list[int]]:
+        """Each replica's own endpoint; in each group the master's port is the smallest, as in
+        conf/acting-master (the official client sorts a broker's addresses and connects to the
+        first: its streams for a group then go to the master's container directly)."""
+        replicas = [(name, broker_id, index, position) for index, container in enumerate(self.layout)
+                    for position, (name, broker_id) in enumerate(container)]
+        ports = [[0] * len(container) for container in self.layout]
+        for name in sorted({r[0] for r in replicas}):
+            members = sorted((r for r in replicas if r[0] == name), key=lambda r: r[1])
+            for (_, _, index, position), port in zip(members, sorted(free_ports(len(members)))):
+                ports[index][position] = port
+        return ports
 
     @property
     def namesrv(self) -> str:

@@ -177,6 +177,8 @@ class TimerService:
         self.catch_up()
         by_topic: dict[str, list[tuple[int, MessageDraft]]] = {}
         for offset, _ in self.index.due(self.clock.now_ms(), self.config.timer_batch_max):
+            if offset in self._delivering:  # another run escapes it now
+                continue
             result = self.store.get(TIMER_TOPIC, 0, offset, 1)
             if not result.messages or result.messages[0].queue_offset != offset:
                 log.error("timer: message at offset %d is gone (retention?); dropping it", offset)
@@ -184,21 +186,29 @@ class TimerService:
                 continue
             draft = real_draft(result.messages[0])
             by_topic.setdefault(draft.topic, []).append((offset, draft))
+            self._delivering.add(offset)
         delivered = 0
-        for topic, due in by_topic.items():
-            items = [EscapedItem(f"{self.store_name}:timer:{offset}", EscapeKind.DELAY, draft) for offset, draft in due]
-            try:
-                await self.bridge.escape(EscapeKind.DELAY, topic, items)
-            except EscapeFailed as failure:
-                self._log_escape_failure(failure)
-                continue
-            self._escape_failed_logged = False
-            for offset, _ in due:
-                self.index.resolve(offset)
-            delivered += len(due)
+        try:
+            for topic, due in by_topic.items():
+                delivered += await self._escape_due(topic, due)
+        finally:
+            for due in by_topic.values():
+                self._delivering.difference_update(offset for offset, _ in due)
         if delivered:
             self.persist()
         return delivered
+
+    async def _escape_due(self, topic: str, due: list[tuple[int, MessageDraft]]) -> int:
+        items = [EscapedItem(f"{self.store_name}:timer:{offset}", EscapeKind.DELAY, draft) for offset, draft in due]
+        try:
+            await self.bridge.escape(EscapeKind.DELAY, topic, items)
+        except EscapeFailed as failure:
+            self._log_escape_failure(failure)
+            return 0
+        self._escape_failed_logged = False
+        for offset, _ in due:
+            self.index.resolve(offset)
+        return len(due)
 
     def _log_escape_failure(self, failure: Exception) -> None:
         level = logging.DEBUG if self._escape_failed_logged else logging.WARNING

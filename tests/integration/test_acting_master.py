@@ -112,6 +112,7 @@ def _check_the_acting_slave(cluster: ActingCluster, workdir: Path) -> None:
     """While broker-a's master is dead: its member set, the read-only route, the acting slave's
     answers to reads and writes, and the surviving master taking writes (RIP-34 degrade)."""
     assert cluster.members("broker-a") == {1: f"127.0.0.1:{cluster.containers[1].admin_port}"}
+    assert cluster.admin("broker-member-group", "--broker", "broker-x", check=False).returncode == 1
     ha = json.loads(cluster.admin("ha-status", "--json", "-b", "broker-a").stdout)["groups"][0]
     assert ha["master"]["state"] == "NOT_REGISTERED" and ha["slaves"][0]["specialServicesRunning"] is True
     route = json.loads(cluster.admin("topic-route", "--topic", "plain", "--json").stdout)

@@ -2,9 +2,12 @@
 naming the key; their defaults are upstream's."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from container.config import BrokerEntry, ContainerConfig
+from container.config import BrokerEntry, ContainerConfig, load_container_config
+from container.config_loader import load_config_file
 from container.hosted_broker import bind_broker
 from metadata.config import ConfigError, bind
 from services.broker.config import BrokerConfig
@@ -74,3 +77,33 @@ def test_defaults_are_upstreams():
     assert config.lock_quorum_timeout_ms == 2_000 and config.fifo_lock_lease_ms == 60_000
     nameserver = namesrv_config({}, "n")
     assert not nameserver.notify_min_broker_id_changed and nameserver.notify_min_broker_id_timeout_ms == 300
+
+
+CONF = Path(__file__).resolve().parents[2] / "conf" / "acting-master"
+
+
+@pytest.mark.parametrize("name, port, master, slave", [("container-1.toml", 8081, "broker-a", "broker-b"),
+                                                       ("container-2.toml", 8082, "broker-b", "broker-a")])
+def test_the_shipped_acting_master_deployment(name, port, master, slave, tmp_path, monkeypatch):
+    """conf/acting-master: the exact ports, roles and keys the issue and scripts rely on."""
+    monkeypatch.chdir(tmp_path)
+    config, entries, _ = load_container_config(CONF / name)
+    assert (config.broker_container_ip, config.grpc_server_port, config.start_embedded_namesrv,
+            config.namesrv_addr) == ("127.0.0.1", port, False, "127.0.0.1:9876")
+    specs = {spec.broker.broker_name: spec for spec in (bind_broker(e, config) for e in entries)}
+    assert (specs[master].broker.broker_id, specs[slave].broker.broker_id) == (0, 1)
+    for spec in specs.values():
+        assert spec.broker.enable_slave_acting_master and spec.store.flush_disk_type.value == "SYNC_FLUSH"
+        ha = spec.ha
+        assert (ha.total_replicas, ha.in_sync_replicas, ha.min_in_sync_replicas, ha.enable_auto_in_sync_replicas) == \
+            (2, 2, 1, True)
+    assert specs[master].ha.broker_role.value == "SYNC_MASTER"
+    # each group's master has the smaller of the group's two listen ports (see the file's comment)
+    assert {"broker-a": 8091, "broker-b": 8093}[master] == specs[master].broker.listen_port
+    assert {"broker-a": 8092, "broker-b": 8094}[slave] == specs[slave].broker.listen_port
+
+
+def test_the_shipped_acting_master_nameserver():
+    config = namesrv_config(load_config_file(CONF / "namesrv.toml"), "namesrv.toml")
+    assert (config.listen_port, config.bind_address) == (9876, "127.0.0.1")
+    assert config.support_acting_master and config.notify_min_broker_id_changed

@@ -9,7 +9,9 @@ Rules (the choice itself is ``ha.acting.escape_target``'s):
   the copy is older than ``escapeRouteMaxAgeMillis`` or after a failed escape.  A target that
   does not answer or refuses is excluded for ``escapeExcludeMillis`` and the next candidate is
   tried; when none is left the call raises :class:`EscapeFailed` and the caller keeps the
-  messages where they are (nothing advances; it tries again later).
+  messages where they are (nothing advances).  Escapes of that kind and topic are then refused
+  at once for ``escapeRetryIntervalMillis`` (the callers run every 100 ms: no route lookup
+  each time), and tried again after it.
 - Each message carries an escape key (origin broker, kind, origin offset): the target
   remembers keys it stored (its send de-duplication window), so an escape repeated after a
   lost reply is stored once.
@@ -77,16 +79,21 @@ class EscapeBridge:
         self.exclusions = Exclusions(config.escape_exclude_ms)
         self._routes: dict[str, tuple[int, TopicRoute | None]] = {}
         self._turn = 0
+        self._resting: dict[tuple[EscapeKind, str], tuple[int, NoTargetReason]] = {}  # no target until then
         self.escaped = 0  # messages escaped by this bridge (status, tests)
 
     async def escape(self, kind: EscapeKind, topic: str, items: Sequence[EscapedItem]) -> list[EscapedPlace]:
         """Store ``items`` on one live master that can take ``kind`` for ``topic``; their places."""
+        resting = self._resting.get((kind, topic))
+        if resting is not None and self.clock.now_ms() < resting[0]:
+            raise EscapeFailed(f"{kind.value} messages of {topic} wait: {resting[1].value}", resting[1])
         tried: set[str] = set()
         while True:
             candidates = await self._candidates(kind, topic)
             excluded = self.exclusions.active(self.clock.now_ms()) | tried
             choice = choose_target(self.own_name, kind, candidates, excluded, self.config.enable_remote_escape, self._turn)
             if isinstance(choice, NoTarget):
+                self._resting[(kind, topic)] = (self.clock.now_ms() + self.config.escape_retry_interval_ms, choice.reason)
                 raise EscapeFailed(f"no master to escape {len(items)} {kind.value} message(s) of {topic} to: "
                                    f"{choice.reason.value}", choice.reason)
             self._turn += 1
@@ -99,6 +106,7 @@ class EscapeBridge:
                 self._routes.pop(topic, None)
                 tried.add(choice.broker_name)
                 continue
+            self._resting.pop((kind, topic), None)
             self.escaped += len(items)
             return places
 

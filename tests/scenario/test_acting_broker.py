@@ -156,6 +156,8 @@ def test_with_no_target_nothing_advances_and_the_message_waits(tmp_path):
         await pair.target.start()
         await pair.target.upsert_topic(TopicConfig(TOPIC, 2, 2))
         pair.masters.append(pair.target)
+        assert await pair.slave.run_timer() == 0  # escapeRetryIntervalMillis: not asked again at once
+        pair.clock.advance(pair.slave.config.escape_retry_interval_ms)
         assert await pair.slave.run_timer() == 1 and not pair.slave.timer.index.pending
         await pair.stop()
     run(scenario())

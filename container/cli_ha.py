@@ -104,16 +104,28 @@ def _render(document: dict) -> str:
             head = (f"{group['brokerName']} ({group['cluster']}): master {master.get('address', 'none')} "
                     f"{master.get('brokerRole', '')} max {master.get('maxOffset', '?')} confirm {master.get('confirmOffset', '?')} "
                     f"SyncStateSet {master.get('syncStateSet', '?')}")
+        elif any(s.get("acting") for s in group["slaves"]):
+            where = f" at {master['address']}" if master.get("address") else ""
+            head = (f"{group['brokerName']} ({group['cluster']}): master{where} {master['state']}: a slave acts for it "
+                    "(reads, receives and delay, transaction and retry messages go on; no writes) until it returns")
         else:
             where = f" at {master['address']}" if master.get("address") else ""
             head = (f"{group['brokerName']} ({group['cluster']}): master{where} {master['state']}: nothing can be written "
                     f"or consumed here until it returns; the slaves below hold its messages")
         rows = [[s["brokerId"], s["address"], s["state"], "yes" if s["connected"] else "no", _dash(s["maxOffset"]),
                  _dash(s["ackOffset"]), _dash(s["lagBytes"]), _dash(s["lagMessages"]),
-                 "yes" if s["inSyncStateSet"] else ("learner" if s["learner"] else "no")] for s in group["slaves"]]
+                 "yes" if s["inSyncStateSet"] else ("learner" if s["learner"] else "no"), _special(s)]
+                for s in group["slaves"]]
         blocks.append(head + "\n" + table(["SLAVE", "ADDRESS", "STATE", "CONNECTED", "MAX OFFSET", "ACK OFFSET", "LAG BYTES",
-                                           "LAG MESSAGES", "IN SET"], rows))
+                                           "LAG MESSAGES", "IN SET", "SPECIAL SERVICES"], rows))
     return "\n\n".join(blocks) or "no broker group registered"
+
+
+def _special(row: dict) -> str:
+    """A slave's special services: acting for its absent master, or not running."""
+    if row.get("specialServicesRunning") is None:
+        return "-"
+    return "acting" if row.get("acting") else ("running" if row["specialServicesRunning"] else "no")
 
 
 def _dash(value: Any) -> Any:

@@ -115,6 +115,8 @@ def _check_the_acting_slave(cluster: ActingCluster, workdir: Path) -> None:
     assert cluster.admin("broker-member-group", "--broker", "broker-x", check=False).returncode == 1
     ha = json.loads(cluster.admin("ha-status", "--json", "-b", "broker-a").stdout)["groups"][0]
     assert ha["master"]["state"] == "NOT_REGISTERED" and ha["slaves"][0]["specialServicesRunning"] is True
+    text = cluster.admin("ha-status", "-b", "broker-a").stdout
+    assert "a slave acts for it" in text and "acting" in text, text
     route = json.loads(cluster.admin("topic-route", "--topic", "plain", "--json").stdout)
     group_a = next(b for b in route["brokerDatas"] if b["brokerName"] == "broker-a")
     queues_a = next(q for q in route["queueDatas"] if q["brokerName"] == "broker-a")

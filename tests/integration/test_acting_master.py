@@ -239,3 +239,33 @@ def test_pop_on_the_acting_slave_acks_and_retries_once(tmp_path):
         assert all(attempts == [1, 2] for attempts in per_body.values()), per_body  # retried exactly once
     finally:
         cluster.close()
+
+
+def test_strict_fifo_locks_stop_an_acting_slave_alone_and_let_its_master_deliver(tmp_path):
+    """lockInStrictMode with two replicas: the master delivers a FIFO queue with its slave's grant
+    (LockQueues between the containers); an acting slave alone is no quorum and delivers none of
+    its FIFO queues; the returning master delivers them, in order, once."""
+    cluster = ActingCluster(tmp_path, broker_keys={"lockInStrictMode": True}).start()
+    try:
+        cluster.admin("update-topic", "--topic", "fifo", "--type", "FIFO", "--queues", "2", "-b", "broker-a")
+        cluster.admin("update-group", "--group", "ordered", "--fifo")
+        endpoint = both(cluster, 0, 1)
+        first = produce(cluster, tmp_path, endpoint, "fifo", 5, "--message-group", "m", name="producer-1")
+        client = consumer(cluster, tmp_path, endpoint, "fifo", "ordered")
+        cluster.wait_for(lambda: bodies(received(client)) >= bodies(first), 30, "the master delivers with the lock quorum")
+        client.stop()
+        second = produce(cluster, tmp_path, endpoint, "fifo", 5, "--message-group", "m", "--prefix", "n",
+                         name="producer-2")
+        cluster.kill(0)
+        cluster.wait_for(lambda: acting_status(cluster, 1, "broker-a"), 10, "broker-a's slave acts")
+        client = consumer(cluster, tmp_path, endpoint, "fifo", "ordered")
+        observe(6)
+        assert received(client) == [], "an acting slave alone holds no quorum of two replicas"
+        cluster.restart(0)
+        cluster.wait_for(lambda: bodies(received(client)) >= bodies(second), 40, "the returning master delivers them")
+        client.stop()
+        got = [e["body"] for e in received(client)]
+        assert got == [e["body"] for e in second], got  # in order, once
+    finally:
+        cluster.close()
+

@@ -4,7 +4,8 @@ Scenarios:
 - ``delay``: send ``--count`` DELAY messages to ``--topic``, due ``--due-from`` to ``--due-to``
   seconds from now (spread evenly; the client sets whole epoch seconds).  Each acknowledged send
   is ``sent`` with its body, due time (epoch ms) and the broker whose queue took it.  With
-  ``--normal`` the messages are NORMAL ones (no delivery time).
+  ``--normal`` the messages are NORMAL ones (no delivery time), with ``--message-group`` FIFO
+  ones of that group.
 - ``push``: a PushConsumer of ``--group`` on ``--topic`` that acks everything it consumes;
   each message is ``recv`` with its body, epoch ms, delivery attempt and the broker named in
   its receipt handle (``<broker>@...``: where it was consumed from).  ``--fail-first`` fails
@@ -59,7 +60,9 @@ def delay(args) -> int:
         for index in range(args.count):
             due_s = start + args.due_from + (args.due_to - args.due_from) * index // max(1, args.count - 1)
             message = new_message(args.topic, f"{args.prefix}{index}")
-            if not args.normal:
+            if args.message_group:
+                message.message_group = args.message_group
+            elif not args.normal:
                 message.delivery_timestamp = due_s
             for attempt in range(20):
                 try:
@@ -143,6 +146,7 @@ def main() -> int:
     parser.add_argument("--due-from", type=int, default=5)
     parser.add_argument("--due-to", type=int, default=20)
     parser.add_argument("--normal", action="store_true", help="delay: send NORMAL messages instead (due = now)")
+    parser.add_argument("--message-group", default="", help="delay: send FIFO messages of this group instead")
     parser.add_argument("--fail-first", action="store_true")
     parser.add_argument("--commit-flag", default="")
     parser.add_argument("--seconds", type=float, default=600)

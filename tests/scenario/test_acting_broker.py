@@ -19,7 +19,6 @@ from metadata.topic_config import PERM_READ_WRITE, TopicConfig
 from proto import acting_pb2 as pb
 from scheduler.clock import ManualClock
 from scheduler.pop.records import AckRecord, QueueKey
-from scheduler.timer import TIMER_TOPIC
 from scheduler.transaction_check import HALF_TOPIC
 from services.acting.client import ActingUnavailable
 from services.acting.escape import EscapeBridge, EscapedItem, EscapedPlace, EscapeFailed

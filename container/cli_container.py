@@ -48,7 +48,10 @@ def build_container(config_path: str, broker_paths: str | None):
     from services.messaging.config import MessagingConfig
     from services.nameserver.config import NamesrvConfig
 
-    config, entries, values = load_container_config(config_path, broker_paths, also=(MessagingConfig, NamesrvConfig))
+    from services.controller.config import ControllerConfig
+
+    config, entries, values = load_container_config(config_path, broker_paths,
+                                                    also=(MessagingConfig, NamesrvConfig, ControllerConfig))
     if not entries:
         raise ConfigError(config_path, None, "no brokers: add [[broker]] tables or brokerConfigPaths")
     specs = [bind_broker(entry, config) for entry in entries]

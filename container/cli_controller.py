@@ -34,8 +34,9 @@ def register(subparsers, admin_subparsers) -> None:
 
     def admin(name: str, help_text: str, handler, camel: str):
         sub = add_command(admin_subparsers, name, help_text, hidden_aliases=(camel,))
-        sub.add_argument("--controller", "-a", required=True, type=host_ports, metavar="HOST:PORT[;HOST:PORT...]",
-                         help="any controller member(s); the leader is found from them")
+        sub.add_argument("--controller", "-a", default=None, type=host_ports, metavar="HOST:PORT[;HOST:PORT...]",
+                         help="any controller member(s); the leader is found from them (default 127.0.0.1:9876, "
+                              "the controller embedded in conf/controller-mode's nameserver)")
         sub.add_argument("--json", action="store_true", help="print one JSON document")
         sub.set_defaults(handler=handler)
         return sub
@@ -139,7 +140,7 @@ def _admin(args, work) -> int:
     from services.controller.client import ControllerClient, ControllerClientError, parse_addresses
 
     try:
-        addresses = parse_addresses(";".join(args.controller))
+        addresses = parse_addresses(";".join(args.controller or ["127.0.0.1:9876"]))
     except ValueError as exc:
         raise CliError(f"--controller: {exc}", 2) from None
 

@@ -41,7 +41,9 @@ async def _member_status(member: Any, timeout_ms: int) -> dict | None:
 def _slave_row(member: Any, own: dict | None, master: dict | None) -> dict:
     seen = next((s for s in (master or {}).get("slaves", []) if s["slaveId"] == member.broker_id), None)
     row = {"brokerId": member.broker_id, "address": member.address,
-           "state": own["state"] if own else "UNREACHABLE", "lastClose": own.get("lastClose", "") if own else "",
+           "role": own.get("role", "SLAVE") if own else None,
+           "masterEpoch": own.get("masterEpoch", _last_epoch(own)) if own else None,
+           "state": own["state"] if own and "state" in own else ("UNREACHABLE" if not own else own.get("role", "")), "lastClose": own.get("lastClose", "") if own else "",
            "maxOffset": own["maxOffset"] if own else None, "confirmOffset": own["confirmOffset"] if own else None,
            "connected": bool(seen and seen["connected"]), "inSyncStateSet": bool(seen and seen["inSyncStateSet"]),
            "learner": bool(seen and seen["learner"]),
@@ -57,6 +59,19 @@ def _slave_row(member: Any, own: dict | None, master: dict | None) -> dict:
     else:
         row["lagMessages"] = None
     return row
+
+
+def _last_epoch(status: dict | None) -> int | None:
+    epochs = (status or {}).get("epochs") or []
+    return epochs[-1][0] if epochs else None
+
+
+def _epoch_entries(status: dict) -> list[dict]:
+    """The replica's epoch entries with their end offsets (the next one's start; the last ends at
+    the replica's max offset), as mqadmin getBrokerEpoch prints them."""
+    pairs = status.get("epochs") or []
+    ends = [start for _, start in pairs[1:]] + [status.get("maxOffset")]
+    return [{"epoch": epoch, "startOffset": start, "endOffset": end} for (epoch, start), end in zip(pairs, ends)]
 
 
 def _unregistered_slaves(group: dict, registered: set[int], master: dict | None) -> list[dict]:
@@ -138,8 +153,43 @@ def ha_status(args: Any) -> int:
                                                                           for s in g["slaves"]) for g in groups)}, _render)
 
 
+def broker_epoch(args: Any) -> int:
+    async def collect_epochs() -> dict:
+        members = [m for m in await _members(args, args.cluster) if m.broker_name == args.broker]
+        if not members:
+            raise CliError(f"broker {args.broker} is not registered at nameserver {';'.join(args.namesrv)}", 1)
+        statuses = await asyncio.gather(*(_member_status(m, args.timeout_ms) for m in members))
+        replicas = []
+        for member, status in sorted(zip(members, statuses), key=lambda pair: pair[0].broker_id):
+            row = {"brokerId": member.broker_id, "address": member.address}
+            if status is None:
+                row.update(state="UNREACHABLE", epochs=None)
+            else:
+                row.update(state="OK", role=status.get("role"), replicaId=status.get("replicaId", member.broker_id),
+                           maxOffset=status.get("maxOffset"), confirmOffset=status.get("confirmOffset"),
+                           epochs=_epoch_entries(status))
+            replicas.append(row)
+        return {"brokerName": args.broker, "replicas": replicas,
+                "complete": all(r["state"] == "OK" for r in replicas)}
+
+    def render(document: dict) -> str:
+        blocks = []
+        for r in document["replicas"]:
+            head = f"{document['brokerName']} id {r['brokerId']} at {r['address']}: " + (
+                f"{r['role']}, max {r['maxOffset']}, confirm {r['confirmOffset']}" if r["state"] == "OK" else r["state"])
+            rows = [[e["epoch"], e["startOffset"], e["endOffset"]] for e in r["epochs"] or []]
+            blocks.append(head + ("\n" + table(["EPOCH", "START OFFSET", "END OFFSET"], rows) if rows else ""))
+        return "\n\n".join(blocks)
+    return _emit(args, _run(collect_epochs()), render)
+
+
 def register(subparsers: Any, admin_subparsers: Any) -> None:
     p = _add(admin_subparsers, "ha-status", ha_status, "per broker group: master, slaves' acked offsets, lag, connection",
              hidden_aliases=("haStatus",))
     cluster_option(p)
     broker_option(p, help_text="only this broker group")
+    p = _add(admin_subparsers, "get-broker-epoch", broker_epoch,
+             "each replica's epoch entries with start and end offsets (mqadmin getBrokerEpoch)",
+             hidden_aliases=("getBrokerEpoch",))
+    cluster_option(p)
+    broker_option(p, required=True, help_text="the broker group")

@@ -3,6 +3,9 @@
 Composition only: the rules (which broker serves a call, the routes when the nameserver is
 down) are services.messaging.broker_choice's; this adapter hands them the hosted brokers.
 :meth:`ContainerDirectory.pinned` is the same directory seen from one broker's own endpoint.
+Routes come from the nameserver; while it cannot be reached, its last answer per topic is
+served (bounded, ``ROUTE_CACHE_TOPICS``), and only a topic never asked for is answered from
+this container's own masters.
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ if TYPE_CHECKING:
     from container.runtime import BrokerContainer
 
 log = logging.getLogger(__name__)
+ROUTE_CACHE_TOPICS = 10_000  # topics whose last route is kept for when the nameserver is down
 
 
 class _ForwardingSink:
@@ -34,6 +38,7 @@ class ContainerDirectory:
         self.pinned_name = pinned
         self.sink = sink or _ForwardingSink()
         self.registry = None
+        self._last_routes: dict[str, list[QueueRoute]] = {}  # topic -> the nameserver's last answer
 
     def attach_registry(self, registry) -> None:
         self.registry = registry
@@ -43,6 +48,7 @@ class ContainerDirectory:
         """The directory of calls that arrived on ``broker_name``'s own endpoint."""
         view = ContainerDirectory(self.container, broker_name, self.sink)
         view.registry = self.registry
+        view._last_routes = self._last_routes
         return view
 
     def _hosted(self):
@@ -75,13 +81,29 @@ class ContainerDirectory:
         return no_master_reason(self._views(self._hosted()), topic, self.pinned_name)
 
     async def route(self, topic: str) -> list[QueueRoute]:
+        """The nameserver's route; while it cannot be reached, the last one it gave (a route of
+        this container's masters alone would hide the other containers' queues from clients
+        until the nameserver is back), else this container's own."""
         registration = self.container.registration
         if registration is not None:
             try:
-                return await registration.query_route(topic)
+                routes = await registration.query_route(topic)
             except Exception as exc:  # the nameserver is down: answer from what this container knows
-                log.warning("route of %s from the nameserver failed (%s); answering from local brokers", topic, exc)
+                cached = self._last_routes.get(topic)
+                log.warning("route of %s from the nameserver failed (%s); answering from %s", topic, exc,
+                            "its last answer" if cached is not None else "local brokers")
+                if cached is not None:
+                    return cached
+            else:
+                self._remember(topic, routes)
+                return routes
         return self.local_route(topic)
+
+    def _remember(self, topic: str, routes: list[QueueRoute]) -> None:
+        self._last_routes.pop(topic, None)
+        self._last_routes[topic] = routes
+        while len(self._last_routes) > ROUTE_CACHE_TOPICS:
+            del self._last_routes[next(iter(self._last_routes))]
 
     def local_route(self, topic: str) -> list[QueueRoute]:
         ip, ports = self.container.config.broker_container_ip, self.container.ports

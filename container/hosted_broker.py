@@ -80,6 +80,9 @@ def bind_broker(entry: BrokerEntry, container: ContainerConfig) -> BrokerSpec:
         store = bind(StoreConfig, {**values, "storePathRootDir": str(Path.cwd() / store.store_path_root_dir)}, entry.where)
     if not controller_mode:
         _check_role(broker, entry.where)
+        if str(values.get("allAckInSyncStateSet", "")).lower() == "true" or values.get("allAckInSyncStateSet") is True:
+            log.warning("%s: allAckInSyncStateSet acts only with enableControllerMode; this broker waits for "
+                        "inSyncReplicas acks", entry.where)
     _check_acting(broker, controller_mode, entry.where)
     try:
         ha = bind(HaConfig, values, entry.where)

@@ -132,7 +132,21 @@ class BrokerContainer:
 
         values = {**self._nameserver_values, "listenPort": self.config.namesrv_listen_port,
                   "enableControllerInNamesrv": self.config.enable_controller_in_namesrv}
-        self._nameserver = await start_nameserver(bind(NamesrvConfig, values, self.where), guard=self.guard)
+        config = bind(NamesrvConfig, values, self.where)
+        controller = self._embedded_controller_config(config) if self.config.enable_controller_in_namesrv else None
+        self._nameserver = await start_nameserver(config, guard=self.guard, controller_config=controller)
+
+    def _embedded_controller_config(self, namesrv):
+        """The controller inside the embedded nameserver: its keys at the container file's top
+        level; by default a one-member group on the nameserver's own port, its Raft log under
+        ``{storePathRootDir}/controller``."""
+        from services.controller.config import controller_config
+
+        values = dict(self._nameserver_values)
+        values.setdefault("controllerDLegerPeers", f"n0-{namesrv.bind_address}:{namesrv.listen_port}")
+        values.setdefault("controllerDLegerSelfId", "n0")
+        values.setdefault("controllerStorePath", str(self.config.store_path_root_dir / "controller"))
+        return controller_config(values, self.where)
 
     async def _start_servers(self) -> None:
         self._client_server = grpc.aio.server(options=server_options(self.messaging))

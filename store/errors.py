@@ -18,6 +18,7 @@ class StoreErrorReason(str, Enum):
     BAD_REPLICATION_DATA = "BAD_REPLICATION_DATA"
     BAD_OFFSET = "BAD_OFFSET"
     IO_ERROR = "IO_ERROR"
+    NOT_WRITABLE = "NOT_WRITABLE"
 
 
 class StoreError(Exception):
@@ -26,6 +27,11 @@ class StoreError(Exception):
     def __init__(self, message: str):
         super().__init__(f"{self.reason.value}: {message}")
         self.message = message
+
+
+class NotWritable(StoreError):
+    """Local puts are refused: this replica copies its log from a master (or has no role)."""
+    reason = StoreErrorReason.NOT_WRITABLE
 
 
 class FlushTimeout(StoreError):

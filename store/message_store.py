@@ -34,7 +34,7 @@ from store.config import CQ_ENTRY_SIZE, FlushDiskType, StoreConfig
 from store.cq_entry import encode_entry
 from store.epoch_log import EpochLog
 from store.errors import (BadOffset, BadReplicationData, BatchTooLarge, DiskFull, FlushTimeout,
-                          MessageTooLarge, StoreClosed, StoreError, StoreIOError)
+                          MessageTooLarge, NotWritable, StoreClosed, StoreError, StoreIOError)
 from store.flush import FlushHooks, FlushService
 from store.queue_table import QueueTable
 from store.reader import Reader
@@ -76,6 +76,7 @@ class MessageStore(Reader):
         self._indexed_offset = 0  # every record below it has its consume-queue entry written
         self._last_checkpoint = Checkpoint()
         self._disk_full = False
+        self._refusing_puts: str | None = None  # why local puts are refused (a slave's log is its master's)
         self._open = False
 
     # --- lifecycle ---------------------------------------------------------------------------------
@@ -168,6 +169,8 @@ class MessageStore(Reader):
             raise BatchTooLarge(f"{len(drafts)} records in one put, more than maxBatchPut {self.config.max_batch_put}")
         if self._disk_full:
             raise DiskFull(f"disk usage above diskSpaceWarningLevelRatio {self.config.disk_space_warning_level_ratio}%")
+        if self._refusing_puts is not None:
+            raise NotWritable(self._refusing_puts)
         self._loop = asyncio.get_running_loop()
         stored, pending = self._write(drafts)
         self._notify_written()
@@ -305,6 +308,18 @@ class MessageStore(Reader):
     def set_confirm_offset(self, offset: int) -> None:
         """Replication (issue 5): kept in the checkpoint at byte 32, persisted with the next checkpoint."""
         self._last_checkpoint = replace(self._last_checkpoint, confirm_phy_offset=offset)
+
+    def refuse_puts(self, reason: str | None) -> None:
+        """Replication: while ``reason`` is set, local puts fail with NotWritable (a replica that
+        is not master: anything it wrote itself would sit beyond its master's log, and a retried
+        internal put after a truncation would write it back); None allows them again."""
+        self._refusing_puts = reason
+
+    async def drain_puts(self) -> None:
+        """Wait until every local put already written is flushed (or failed), so that a replica
+        turning slave copies into a log with no local write pending."""
+        while self._waiters:
+            await asyncio.gather(*(waiter for _, waiter in list(self._waiters)), return_exceptions=True)
 
     @property
     def read_limit(self) -> int | None:

@@ -19,11 +19,13 @@ from store.errors import StoreError, StoreErrorReason
 
 log = logging.getLogger(__name__)
 
-_PERMANENT = {StoreErrorReason.MESSAGE_TOO_LARGE, StoreErrorReason.BATCH_TOO_LARGE, StoreErrorReason.STORE_CLOSED}
+_PERMANENT = {StoreErrorReason.MESSAGE_TOO_LARGE, StoreErrorReason.BATCH_TOO_LARGE, StoreErrorReason.STORE_CLOSED,
+              StoreErrorReason.NOT_WRITABLE}
 _CODES = {
     StoreErrorReason.FLUSH_DISK_TIMEOUT: Code.MASTER_PERSISTENCE_TIMEOUT,
     StoreErrorReason.MESSAGE_TOO_LARGE: Code.MESSAGE_BODY_TOO_LARGE,
     StoreErrorReason.BATCH_TOO_LARGE: Code.PAYLOAD_TOO_LARGE,
+    StoreErrorReason.NOT_WRITABLE: Code.HA_NOT_AVAILABLE,
 }
 
 

@@ -44,6 +44,7 @@ class BrokerReplica:
         self.name, self.own_id, self.store, self.config, self.clock = name, own_id, store, config, clock
         self.fence = fence
         self.role = Role.FENCED
+        store.refuse_puts(f"broker {name} has no role yet")
         self.master: ReplicationMaster | None = None
         self.slave: ReplicationSlave | None = None
         self.master_epoch = 0
@@ -145,6 +146,7 @@ class BrokerReplica:
                                         sync_state_set_epoch=sync_state_set_epoch)
         self.master.start()
         self.master_epoch = epoch or self.store.epochs.history.last_epoch
+        self.store.refuse_puts(None)
         self.role = Role.MASTER
         self._notify()
         log.info("%s: now master (epoch %d, SyncStateSet %s)", self.name, self.master_epoch,
@@ -154,11 +156,13 @@ class BrokerReplica:
         """Copy from the master ``master_address()`` names; fence masters older than ``epoch``."""
         was = self.role
         self.role = Role.SLAVE
+        self.store.refuse_puts(f"broker {self.name} is a slave")
         self.master_epoch = max(self.master_epoch, epoch)
         self._notify()
         if self.master is not None:
             master, self.master = self.master, None
             await master.stop()
+        await self.store.drain_puts()
         if self.slave is not None and not reconnect:
             self.slave.change_master_epoch(epoch)
             return
@@ -176,6 +180,7 @@ class BrokerReplica:
         """Stop writing and stop serving slaves; copy nothing (a master that saw a newer epoch
         with no master, before the election settles who is next)."""
         self.role = Role.FENCED
+        self.store.refuse_puts(f"broker {self.name} is fenced")
         self._notify()
         if self.master is not None:
             master, self.master = self.master, None

@@ -10,7 +10,9 @@ listens there.  Every replica therefore listens, and each call is decided when i
   client protocol's servicer pinned to this broker (a FIFO group keeps its broker);
 * it copies from a connected master: the call is relayed, bytes unchanged, with the
   caller's metadata and deadline, to that master container's endpoint for the group (what
-  ``HaService.Locate`` answered); streams (ReceiveMessage, Telemetry) are relayed as streams;
+  ``HaService.Locate`` answered); streams (ReceiveMessage, Telemetry) are relayed as streams.
+  A unary relay still waiting when this replica becomes master (the old master stopped
+  answering) is cancelled and served here;
 * it is a slave acting for its absent master (RIP-32): the call is served here, by the same
   pinned servicer, which serves reads and receives and refuses writes with a clear status;
 * none of these (the master just died, an election is running, the replica has no role yet):
@@ -111,12 +113,36 @@ class BrokerPortHandler(grpc.GenericRpcHandler):
             if where == LOCAL:
                 response = await handler.unary_unary(_parsed(handler, raw), context)
                 return handler.response_serializer(response)
-            call = self.relays.channel(where).unary_unary(method)
-            try:
-                return await call(raw, metadata=relayed_metadata(context), timeout=context.time_remaining())
-            except grpc.aio.AioRpcError as failure:
-                await context.abort(failure.code(), f"relayed to {where}: {failure.details()}")
+            relayed = await self._relay_unless_promoted(method, where, raw, context)
+            if relayed is not None:
+                return relayed
+            response = await handler.unary_unary(_parsed(handler, raw), context)
+            return handler.response_serializer(response)
         return behaviour
+
+    async def _relay_unless_promoted(self, method: str, where: str, raw: bytes, context) -> bytes | None:
+        """Relay a unary call; None when this replica became master meanwhile (the relay, stuck
+        on a master that stopped answering, is cancelled and the call is served here: a send
+        may then be stored twice, never lost)."""
+        call = self.relays.channel(where).unary_unary(method)(raw, metadata=relayed_metadata(context),
+                                                              timeout=context.time_remaining())
+        relay = asyncio.ensure_future(call)
+        try:
+            while not relay.done():
+                changed = asyncio.ensure_future(self.replica.wait_changed(3600))
+                try:
+                    await asyncio.wait([relay, changed], return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    changed.cancel()
+                if not relay.done() and self.replica.is_master:
+                    relay.cancel()
+                    return None
+            return relay.result()
+        except grpc.aio.AioRpcError as failure:
+            await context.abort(failure.code(), f"relayed to {where}: {failure.details()}")
+        finally:
+            if not relay.done():
+                relay.cancel()
 
     def _stream(self, method: str, handler: grpc.RpcMethodHandler):
         async def behaviour(raw: bytes, context):

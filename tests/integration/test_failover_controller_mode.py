@@ -50,7 +50,7 @@ def acked_after(producer: Client, since: float) -> int:
 def wait_for(condition, timeout_s: float, what: str) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
-        assert time.monotonic() < deadline, f"not within {timeout_s}s: {what}"
+        assert time.monotonic() < deadline, f"not within {timeout_s}s: {what() if callable(what) else what}"
         time.sleep(0.05)
 
 
@@ -79,7 +79,7 @@ def finish(cluster: ControllerModeCluster, producer: Client, consumers: list[Cli
 def assert_logs_equal(cluster: ControllerModeCluster, broker: str) -> None:
     """Both replicas of ``broker`` hold the same bytes (the slave caught up, nothing diverged)."""
     wait_for(lambda: len({ha_of(cluster, i, broker)["maxOffset"] for i in (0, 1)}) == 1, 30,
-             f"{broker}'s replicas converge")
+             lambda: f"{broker}'s replicas converge: {[ha_of(cluster, i, broker) for i in (0, 1)]}")
     end = ha_of(cluster, 0, broker)["maxOffset"]
     for container in cluster.containers:
         assert container.stop() == 0
@@ -154,3 +154,37 @@ def _controller_leader(cluster: ControllerModeCluster) -> int:
     done = cluster.containers[1].admin("get-controller-metadata", "--controller", cluster.controller_addr, "--json")
     leader = json.loads(done.stdout)["leaderAddress"]
     return [f"127.0.0.1:{p}" for p in cluster.controller_ports].index(leader)
+
+
+def test_the_data_plane_keeps_working_while_every_controller_is_down(cluster, tmp_path):
+    """Scenario 53: with the controller (and the nameserver it lives in) gone, masters keep
+    taking writes and serving reads; nothing is lost."""
+    producer, consumers = start_load(cluster, tmp_path)
+    wait_for(lambda: acked_after(producer, 0) > 100, 30, "the load runs")
+    cluster.namesrv_process.kill()
+    cluster.namesrv_process.wait()
+    down_at = time.monotonic()
+    wait_for(lambda: acked_after(producer, down_at) > 150, 20, "sends keep being acknowledged without a controller")
+    assert {ha_of(cluster, 0, "broker-a")["role"], ha_of(cluster, 1, "broker-b")["role"]} == {"MASTER"}
+    counts = finish(cluster, producer, consumers)
+    assert counts.lost == set(), f"{len(counts.lost)} acknowledged messages never consumed"
+    assert counts.reorders() == 0
+
+
+def test_elect_master_moves_who_serves(cluster, tmp_path):
+    """``relaymq admin elect-master`` changes who serves, not only the controller's table."""
+    producer, consumers = start_load(cluster, tmp_path)
+    wait_for(lambda: acked_after(producer, 0) > 100, 30, "the load runs")
+    view = cluster.view("broker-a")
+    other = next(i for i in view.sync_state_set if i != view.master_broker_id)
+    moved_at = time.monotonic()
+    elected = cluster.containers[1].admin("elect-master", "--controller", cluster.controller_addr, "--broker",
+                                          "broker-a", "--broker-id", str(other))
+    assert elected.returncode == 0, elected.stdout + elected.stderr
+    wait_for(lambda: cluster.master_container("broker-a") == 1, 10, "container 2 becomes broker-a's master")
+    wait_for(lambda: ha_of(cluster, 1, "broker-a")["role"] == "MASTER" and ha_of(cluster, 0, "broker-a")["role"] == "SLAVE",
+             10, "the replicas switch roles")
+    wait_for(lambda: acked_after(producer, moved_at) > 100, 15, "sends keep being acknowledged")
+    counts = finish(cluster, producer, consumers)
+    assert counts.lost == set(), f"{len(counts.lost)} acknowledged messages never consumed"
+    assert counts.reorders() == 0

@@ -50,7 +50,10 @@ class ControllerModeCluster:
         self.namesrv_port, *self.controller_ports = free_ports(1 + (controllers if controllers > 1 else 0))
         if controllers == 1:
             self.controller_ports = [self.namesrv_port]
-        self.broker_ports = [free_ports(2), free_ports(2)]  # per container: broker-a's, broker-b's listenPort
+        # per container: broker-a's and broker-b's listenPort, ordered as conf/controller-mode orders
+        # them: the intended master's endpoint sorts first, so clients connect to it directly
+        low, second, third, high = sorted(free_ports(4), key=str)
+        self.broker_ports = [[low, high], [second, third]]
         self.controller_processes: list[subprocess.Popen | None] = []
         self.namesrv_process: subprocess.Popen | None = None
         self.containers: list[ContainerProcess] = []

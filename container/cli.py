@@ -25,6 +25,7 @@ SUBCOMMAND_MODULES = (
     "container.cli_status",  # admin: topic-list, topic-route, topic-status, consumer-progress, cluster-list, broker-status
     "container.cli_ops",  # admin: offsets, messages, connections, broker config
     "container.cli_ha",  # admin ha-status
+    "container.cli_acting",  # admin broker-member-group
     "container.cli_controller",  # controller, admin controller commands
     "container.cli_offset_diff",  # offset-diff
 )

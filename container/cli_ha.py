@@ -1,5 +1,9 @@
 """``relaymq admin ha-status``: per broker group, the master and each slave's replication.
 
+Each replica also says whether its special services (timer, transaction check, pop revive)
+run (``specialServicesRunning``) and whether it is a slave acting for its absent master
+(``acting``; acting master, RIP-32).
+
 Rules: the members come from the nameserver's cluster info; each member's container is
 asked for its broker status (``BrokerStatus``), whose ``ha`` part the replication driver
 fills.  Lag in bytes is the master's max offset minus the slave's acknowledged offset;
@@ -28,7 +32,9 @@ async def _member_status(member: Any, timeout_ms: int) -> dict | None:
         return None
     for broker in reply.brokers:
         if broker.broker_id == member.broker_id:
-            return json.loads(broker.status_json or "{}").get("ha")
+            status = json.loads(broker.status_json or "{}")
+            return {**(status.get("ha") or {}), "specialServicesRunning": bool(status.get("specialServicesRunning")),
+                    "acting": bool(status.get("acting"))}
     return None
 
 
@@ -41,7 +47,9 @@ def _slave_row(member: Any, own: dict | None, master: dict | None) -> dict:
            "maxOffset": own["maxOffset"] if own else None, "confirmOffset": own["confirmOffset"] if own else None,
            "connected": bool(seen and seen["connected"]), "inSyncStateSet": bool(seen and seen["inSyncStateSet"]),
            "learner": bool(seen and seen["learner"]),
-           "ackOffset": seen["ackOffset"] if seen else (own.get("ackedOffset") if own else None)}
+           "ackOffset": seen["ackOffset"] if seen else (own.get("ackedOffset") if own else None),
+           "specialServicesRunning": bool(own and own.get("specialServicesRunning")),
+           "acting": bool(own and own.get("acting"))}
     if master is not None and row["ackOffset"] is not None:
         row["lagBytes"] = max(0, master["maxOffset"] - row["ackOffset"])
     else:
@@ -72,7 +80,8 @@ def _unregistered_slaves(group: dict, registered: set[int], master: dict | None)
     return [{"brokerId": s["slaveId"], "address": s.get("address") or "", "state": "NOT_REGISTERED", "lastClose": "",
              "maxOffset": None, "confirmOffset": None, "connected": bool(s["connected"]),
              "inSyncStateSet": bool(s["inSyncStateSet"]), "learner": bool(s["learner"]), "ackOffset": s["ackOffset"],
-             "lagBytes": max(0, master["maxOffset"] - s["ackOffset"]), "lagMessages": None}
+             "lagBytes": max(0, master["maxOffset"] - s["ackOffset"]), "lagMessages": None,
+             "specialServicesRunning": None, "acting": None}
             for s in (master or {}).get("slaves", []) if s["slaveId"] not in registered]
 
 
@@ -110,16 +119,28 @@ def _render(document: dict) -> str:
             head = (f"{group['brokerName']} ({group['cluster']}): master {master.get('address', 'none')} "
                     f"{master.get('brokerRole', '')} max {master.get('maxOffset', '?')} confirm {master.get('confirmOffset', '?')} "
                     f"SyncStateSet {master.get('syncStateSet', '?')}")
+        elif any(s.get("acting") for s in group["slaves"]):
+            where = f" at {master['address']}" if master.get("address") else ""
+            head = (f"{group['brokerName']} ({group['cluster']}): master{where} {master['state']}: a slave acts for it "
+                    "(reads, receives and delay, transaction and retry messages go on; no writes) until it returns")
         else:
             where = f" at {master['address']}" if master.get("address") else ""
             head = (f"{group['brokerName']} ({group['cluster']}): master{where} {master['state']}: nothing can be written "
                     f"or consumed here until it returns; the slaves below hold its messages")
         rows = [[s["brokerId"], s["address"], s["state"], "yes" if s["connected"] else "no", _dash(s["maxOffset"]),
                  _dash(s["ackOffset"]), _dash(s["lagBytes"]), _dash(s["lagMessages"]),
-                 "yes" if s["inSyncStateSet"] else ("learner" if s["learner"] else "no")] for s in group["slaves"]]
+                 "yes" if s["inSyncStateSet"] else ("learner" if s["learner"] else "no"), _special(s)]
+                for s in group["slaves"]]
         blocks.append(head + "\n" + table(["SLAVE", "ADDRESS", "STATE", "CONNECTED", "MAX OFFSET", "ACK OFFSET", "LAG BYTES",
-                                           "LAG MESSAGES", "IN SET"], rows))
+                                           "LAG MESSAGES", "IN SET", "SPECIAL SERVICES"], rows))
     return "\n\n".join(blocks) or "no broker group registered"
+
+
+def _special(row: dict) -> str:
+    """A slave's special services: acting for its absent master, or not running."""
+    if row.get("specialServicesRunning") is None:
+        return "-"
+    return "acting" if row.get("acting") else ("running" if row["specialServicesRunning"] else "no")
 
 
 def _dash(value: Any) -> Any:

@@ -13,7 +13,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from services.broker.api import BrokerApi, QueueRoute, TransactionCheck
-from services.messaging.broker_choice import LocalBroker, broker_for_send, broker_named, local_routes
+from services.messaging.broker_choice import LocalBroker, broker_for_send, broker_named, local_routes, no_master_reason
 
 if TYPE_CHECKING:
     from container.runtime import BrokerContainer
@@ -56,7 +56,7 @@ class ContainerDirectory:
 
     def _views(self, hosted) -> list[LocalBroker]:
         return [LocalBroker(h.name, h.broker.broker_id, h.is_master, h.spec.broker.auto_create_topic_enable,
-                            h.broker.topics.get) for h in hosted]
+                            h.broker.topics.get, h.broker.is_acting) for h in hosted]
 
     def local_broker(self, broker_name: str) -> BrokerApi | None:
         hosted = self._hosted()
@@ -67,6 +67,18 @@ class ContainerDirectory:
         hosted = self._hosted()
         index = broker_for_send(self._views(hosted), topic, self.pinned_name)
         return hosted[index].broker if index is not None else None
+
+    def broker_for_transaction(self, topic: str, message_id: str, transaction_id: str) -> BrokerApi | None:
+        """The local broker holding the half message, pinned or not: a check goes out on any of
+        the producer's streams this container serves, and its answer comes back on that stream's
+        endpoint, which may be another broker's own (an acting slave's halves are checked too)."""
+        for hosted in self._hosted():
+            if hosted.broker.holds_transaction(topic, message_id, transaction_id):
+                return hosted.broker
+        return None
+
+    def no_master_reason(self, topic: str) -> str:
+        return no_master_reason(self._views(self._hosted()), topic, self.pinned_name)
 
     async def route(self, topic: str) -> list[QueueRoute]:
         """The nameserver's route; while it cannot be reached, the last one it gave (a route of

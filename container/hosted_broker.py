@@ -17,6 +17,7 @@ Rules (reference 1.2 and 1.4):
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,11 @@ from services.broker.api import TransactionCheckSink
 from services.broker.broker import Broker
 from services.broker.config import BrokerConfig, BrokerRole
 from scheduler.periodic import PeriodicTasks
+from services.acting.client import ActingClient
+from services.acting.fifo_lock import FifoLocks
+from services.acting.handover import take_over
+from services.acting.member_watch import MemberWatch
+from services.acting.state import ActingState
 from ha.role.fence import PauseFence
 from services.ha.metadata_sync import MetadataSync
 from services.ha.replica import BrokerReplica
@@ -77,6 +83,7 @@ def bind_broker(entry: BrokerEntry, container: ContainerConfig) -> BrokerSpec:
         if str(values.get("allAckInSyncStateSet", "")).lower() == "true" or values.get("allAckInSyncStateSet") is True:
             log.warning("%s: allAckInSyncStateSet acts only with enableControllerMode; this broker waits for "
                         "inSyncReplicas acks", entry.where)
+    _check_acting(broker, controller_mode, entry.where)
     try:
         ha = bind(HaConfig, values, entry.where)
     except ConfigError as failure:
@@ -104,6 +111,18 @@ def _controller_mode(values: dict, where: str) -> bool:
         if not host or not port.isdigit() or not 0 < int(port) < 65536:
             raise ConfigError(where, "controllerAddr", f"{address!r} is not host:port")
     return True
+
+
+def _check_acting(broker: BrokerConfig, controller_mode: bool, where: str) -> None:
+    """Acting master is the fixed-role deployment's failover (RIP-32); the controller's is RIP-44."""
+    if broker.enable_slave_acting_master and controller_mode:
+        raise ConfigError(where, "enableSlaveActingMaster", "not with enableControllerMode: the controller elects a new "
+                                                            "master instead of letting a slave act")
+    if broker.enable_remote_escape and not broker.enable_slave_acting_master:
+        raise ConfigError(where, "enableRemoteEscape", "needs enableSlaveActingMaster (only an acting slave escapes)")
+    if broker.lock_in_strict_mode and not broker.enable_slave_acting_master:
+        raise ConfigError(where, "lockInStrictMode", "needs enableSlaveActingMaster (the quorum is asked of the group's "
+                                                     "member set, which acting mode keeps)")
 
 
 def _check_role(broker: BrokerConfig, where: str) -> None:
@@ -137,6 +156,12 @@ class HostedBroker:
     tasks: PeriodicTasks | None = None
     manager: ReplicasManager | None = None  # controller mode
     lock: DirectoryLock | None = None
+    member_watch: MemberWatch | None = None  # acting mode
+    handover: asyncio.Task | None = None  # acting mode, a master taking its special state back
+
+    @property
+    def acting(self) -> ActingState:
+        return self.broker.acting
 
     @property
     def name(self) -> str:
@@ -151,7 +176,8 @@ class HostedBroker:
         return self.spec.broker.enable_controller_mode
 
 
-async def open_broker(spec: BrokerSpec, clock: Clock, sink: TransactionCheckSink) -> HostedBroker:
+async def open_broker(spec: BrokerSpec, clock: Clock, sink: TransactionCheckSink,
+                      acting_client: ActingClient | None = None) -> HostedBroker:
     """Recover the store and start the broker: a configured master is master before its first
     call; a slave and every controller-mode broker start without a role (their replication
     starts with :func:`start_replication`)."""
@@ -167,7 +193,10 @@ async def open_broker(spec: BrokerSpec, clock: Clock, sink: TransactionCheckSink
     fence = PauseFence(config.controller_heartbeat_timeout_ms) if config.enable_controller_mode else None
     replica = BrokerReplica(config.broker_name, 0 if config.enable_controller_mode else config.broker_id, store,
                             spec.ha, clock, fence)
-    broker = Broker(config, store, clock, sink, replica)
+    acting = ActingState(enabled=config.enable_slave_acting_master)
+    locks = FifoLocks(config.broker_name, lambda: config.broker_id, config, spec.ha.total_replicas, clock,
+                      lambda: acting.members, acting_client)
+    broker = Broker(config, store, clock, sink, replica, acting=acting, fifo_locks=locks)
     try:
         if config.is_master and not config.enable_controller_mode:
             await replica.become_master()
@@ -206,8 +235,24 @@ def start_controller_mode(hosted: HostedBroker, address: str, heartbeat_interval
     hosted.manager.start()
 
 
+def start_acting_mode(hosted: HostedBroker, nameserver, acting_client: ActingClient, clock: Clock) -> None:
+    """Acting mode, once the broker is registered: watch the group's members; a master first
+    takes back the special state its acting members advanced (services.acting.handover)."""
+    if not hosted.acting.enabled or hosted.member_watch is not None:
+        return
+    hosted.member_watch = MemberWatch(hosted.broker, nameserver, clock)
+    hosted.member_watch.start()
+    if hosted.is_master:
+        hosted.handover = asyncio.get_running_loop().create_task(take_over(hosted.broker, nameserver(), acting_client))
+
+
 async def close_broker(hosted: HostedBroker) -> None:
     try:
+        if hosted.handover is not None:
+            hosted.handover.cancel()
+            await asyncio.gather(hosted.handover, return_exceptions=True)
+        if hosted.member_watch is not None:
+            await hosted.member_watch.stop()
         if hosted.manager is not None:
             await hosted.manager.stop()
         if hosted.tasks is not None:

@@ -8,6 +8,9 @@ Rules:
   and TLS (``""`` without ``grpcTlsPort``): the route answers clients with the endpoint of
   the container hosting each broker, in the scheme the client connected with.
 - A nameserver that cannot be reached is logged, never fatal: brokers keep serving.
+- A broker with ``enableSlaveActingMaster`` registers with ``enableActingMaster``, so the
+  nameserver rewrites its group's routes when the master is gone and tells the members when
+  the group's smallest id changes (reference 2.2, 2.3).
 - The id a broker registers with is its current one (0 while master, its replica id
   otherwise): after a role change the old id is unregistered first.  A controller-mode
   broker that has no replica id yet (it has not registered with the controller) is not
@@ -74,6 +77,7 @@ class Registration:
             master = await self.client.register_broker(
                 identity, self.admin_address, self.client_endpoint, hosted.broker.topic_table(),
                 heartbeat_timeout_ms=self.container.config.broker_not_active_timeout_ms,
+                enable_acting_master=hosted.spec.broker.enable_slave_acting_master,
                 tls_client_endpoint=self.tls_client_endpoint, broker_endpoint=self.broker_endpoint(hosted))
         except NameserverError as exc:
             log.warning("registering %s with the nameserver failed: %s", hosted.spec.canonical_name, exc)

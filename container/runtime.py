@@ -24,8 +24,9 @@ from pathlib import Path
 from container.config import ContainerConfig
 from container.config_loader import load_config_file
 from container.directory import ContainerDirectory
+from container.acting_adapter import ContainerActing
 from container.hosted_broker import (BrokerSpec, HostedBroker, check_unique, close_broker, open_broker,
-                                     start_controller_mode, start_replication)
+                                     start_acting_mode, start_controller_mode, start_replication)
 from container.ports import check_ports_free
 from container.registration import Registration
 from container.security import TlsMaterial
@@ -33,6 +34,10 @@ from metadata.authentication import Accounts
 from metadata.config import ConfigError
 from scheduler.clock import Clock, SystemClock
 from scheduler.periodic import PeriodicTasks
+from proto import acting_pb2_grpc
+from services.acting.client import ActingClient
+from services.acting.escape import EscapeBridge
+from services.acting.service import ActingServicer
 from services.metrics import CONSUMER_LAG, REGISTRY, STORE_SIZE
 from services.status_metrics import STATUS, hosted_broker_source
 from services.ha.converters import MAX_FRAME_BYTES
@@ -68,6 +73,7 @@ class BrokerContainer:
         self._client_server: grpc.aio.Server | None = None
         self._broker_servers: dict[str, grpc.aio.Server] = {}  # broker name -> its own endpoint
         self._relays = Relays(server_options(messaging))
+        self.acting_client = ActingClient()  # escapes, hand-overs and lock grants to other containers
         self._internal_server: grpc.aio.Server | None = None
         self._ha_listener = HaListener(self.replication_master)
         self._health = HealthService()
@@ -109,6 +115,8 @@ class BrokerContainer:
             self.ports["metrics"] = self.config.metrics_port
         self.registration = Registration(self)
         await self.registration.register_all()
+        for hosted in self.hosted.values():
+            self._start_acting_mode(hosted)
         self.tasks.declare("register-brokers", self.config.register_period_ms, self.registration.register_all, self.config.register_period_ms)
         self.tasks.declare("heartbeat", self.config.heartbeat_interval_ms, self.registration.heartbeat_all, self.config.heartbeat_interval_ms)
         self.tasks.declare("store-metrics", 5_000, self._refresh_store_metrics, 1_000)
@@ -162,6 +170,7 @@ class BrokerContainer:
         add_admin_service(internal, ContainerAdmin(self), on_topics_changed=self._topics_changed,
                           load_config=lambda path: load_config_file(Path(path)))
         add_ha_service(internal, self.replication_master, lambda: self._ha_listener.port, self.client_endpoint_for)
+        acting_pb2_grpc.add_ActingServiceServicer_to_server(ActingServicer(ContainerActing(self)), internal)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, internal)
         self.ports["admin"] = self._bind(self._internal_server, "listenPort", self.config.admin_bind_address, self.config.listen_port)
         try:
@@ -181,7 +190,8 @@ class BrokerContainer:
             return
         server = grpc.aio.server(options=server_options(self.messaging))
         add_broker_port(server, hosted.replica, self.directory.pinned(hosted.name), self.messaging, self.clock,
-                        self.directory.registry, self._relays, accounts=self.accounts, guard=self.guard)
+                        self.directory.registry, self._relays, accounts=self.accounts, guard=self.guard,
+                        acting=lambda: hosted.broker.is_acting)
         self.ports[f"broker:{hosted.name}"] = self._bind(server, f"listenPort of {hosted.name}",
                                                           self.config.client_bind_host, port)
         await server.start()
@@ -229,6 +239,7 @@ class BrokerContainer:
             await self.registration.unregister_all()
         for key in list(self.hosted):
             await close_broker(self.hosted.pop(key))
+        await self.acting_client.close()
         await self._ha_listener.stop()
         if self._internal_server is not None:
             await self._internal_server.stop(0.5)
@@ -238,14 +249,28 @@ class BrokerContainer:
     # -- runtime changes (admin) -----------------------------------------------------------
 
     async def _open(self, spec: BrokerSpec) -> HostedBroker:
-        hosted = await open_broker(spec, self.clock, self.directory.sink)
+        hosted = await open_broker(spec, self.clock, self.directory.sink, self.acting_client)
         self.hosted[spec.broker.broker_name + f"#{spec.broker.broker_id}"] = hosted
+        if hosted.acting.enabled:
+            hosted.acting.bridge = EscapeBridge(hosted.name, spec.broker, self.clock, lambda: self._local_masters(hosted.name),
+                                                self._route_of, self.acting_client)
         await start_replication(hosted, self.clock, lambda: self._master_address(hosted),
                                 on_topics_changed=lambda: self._topics_changed(hosted.name))
         if "admin" in self.ports:  # added at runtime: the servers are up
             await self._start_broker_port(hosted)
             self._start_controller_mode(hosted)
         return hosted
+
+    def _start_acting_mode(self, hosted: HostedBroker) -> None:
+        start_acting_mode(hosted, lambda: self.registration.client if self.registration else None, self.acting_client,
+                          self.clock)
+
+    def _local_masters(self, but: str) -> list:
+        """The brokers of other groups this container serves as master (local escape targets)."""
+        return [h.broker for h in self.hosted.values() if h.is_master and h.name != but]
+
+    async def _route_of(self, topic: str):
+        return await self.registration.client.query_route(topic) if self.registration is not None else None
 
     def _start_controller_mode(self, hosted: HostedBroker) -> None:
         if not hosted.controller_mode or hosted.manager is not None:
@@ -278,6 +303,7 @@ class BrokerContainer:
         hosted = await self._open(spec)
         if self.registration is not None:
             await self.registration.register(hosted)
+            self._start_acting_mode(hosted)
         return hosted
 
     async def remove_broker(self, cluster: str, name: str, broker_id: int) -> bool:

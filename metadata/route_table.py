@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Mapping
 
 from metadata.data_version import DataVersion
+from metadata.member_group import BrokerMemberGroup
 from metadata.route_acting_master import rewrite_for_acting_master
 from metadata.route_types import (
     MASTER_ID, BrokerAddress, BrokerGroupInfo, BrokerIdentity, BrokerRegistered, BrokerRemoved,
@@ -160,6 +161,16 @@ class RouteTable:
             clusters.setdefault(cluster, []).append(broker_name)
             groups.append(BrokerGroupInfo(cluster, broker_name, tuple(members), self._acting.get((cluster, broker_name), False)))
         return ClusterInfo({c: tuple(names) for c, names in clusters.items()}, tuple(groups))
+
+    def member_group(self, broker_name: str, cluster: str = "") -> BrokerMemberGroup:
+        """The group's live members (``rmq_sys_SYNC_BROKER_MEMBER_<name>``); none for an unknown group.
+        ``cluster`` "" means the cluster the name is registered in."""
+        cluster = cluster or self._cluster_of(broker_name) or ""
+        return BrokerMemberGroup(cluster, broker_name, {r.identity.broker_id: r.address
+                                                        for r in self._members(cluster, broker_name)})
+
+    def acting_enabled(self, cluster: str, broker_name: str) -> bool:
+        return self._acting.get((cluster, broker_name), False)
 
     def master_addresses(self, cluster: str) -> Mapping[str, str]:
         """broker name -> address of its master (id 0), for the cluster's groups that have one."""

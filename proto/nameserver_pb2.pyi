@@ -185,3 +185,31 @@ class NameserverGetClusterInfoResponse(_message.Message):
     GROUPS_FIELD_NUMBER: _ClassVar[int]
     groups: _containers.RepeatedCompositeFieldContainer[NameserverBrokerGroup]
     def __init__(self, groups: _Optional[_Iterable[_Union[NameserverBrokerGroup, _Mapping]]] = ...) -> None: ...
+
+class NameserverGetBrokerMemberGroupRequest(_message.Message):
+    __slots__ = ("cluster", "broker_name")
+    CLUSTER_FIELD_NUMBER: _ClassVar[int]
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    cluster: str
+    broker_name: str
+    def __init__(self, cluster: _Optional[str] = ..., broker_name: _Optional[str] = ...) -> None: ...
+
+class NameserverBrokerMemberGroupMember(_message.Message):
+    __slots__ = ("broker_id", "address")
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    broker_id: int
+    address: str
+    def __init__(self, broker_id: _Optional[int] = ..., address: _Optional[str] = ...) -> None: ...
+
+class NameserverGetBrokerMemberGroupResponse(_message.Message):
+    __slots__ = ("cluster", "broker_name", "members", "enable_acting_master")
+    CLUSTER_FIELD_NUMBER: _ClassVar[int]
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    ENABLE_ACTING_MASTER_FIELD_NUMBER: _ClassVar[int]
+    cluster: str
+    broker_name: str
+    members: _containers.RepeatedCompositeFieldContainer[NameserverBrokerMemberGroupMember]
+    enable_acting_master: bool
+    def __init__(self, cluster: _Optional[str] = ..., broker_name: _Optional[str] = ..., members: _Optional[_Iterable[_Union[NameserverBrokerMemberGroupMember, _Mapping]]] = ..., enable_acting_master: _Optional[bool] = ...) -> None: ...

@@ -59,6 +59,11 @@ class NameserverServiceStub:
                 request_serializer=proto_dot_nameserver__pb2.NameserverGetClusterInfoRequest.SerializeToString,
                 response_deserializer=proto_dot_nameserver__pb2.NameserverGetClusterInfoResponse.FromString,
                 _registered_method=True)
+        self.GetBrokerMemberGroup = channel.unary_unary(
+                '/relaymq.internal.v1.NameserverService/GetBrokerMemberGroup',
+                request_serializer=proto_dot_nameserver__pb2.NameserverGetBrokerMemberGroupRequest.SerializeToString,
+                response_deserializer=proto_dot_nameserver__pb2.NameserverGetBrokerMemberGroupResponse.FromString,
+                _registered_method=True)
 
 
 class NameserverServiceServicer:
@@ -94,6 +99,12 @@ class NameserverServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetBrokerMemberGroup(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_NameserverServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -121,6 +132,11 @@ def add_NameserverServiceServicer_to_server(servicer, server):
                     servicer.GetClusterInfo,
                     request_deserializer=proto_dot_nameserver__pb2.NameserverGetClusterInfoRequest.FromString,
                     response_serializer=proto_dot_nameserver__pb2.NameserverGetClusterInfoResponse.SerializeToString,
+            ),
+            'GetBrokerMemberGroup': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetBrokerMemberGroup,
+                    request_deserializer=proto_dot_nameserver__pb2.NameserverGetBrokerMemberGroupRequest.FromString,
+                    response_serializer=proto_dot_nameserver__pb2.NameserverGetBrokerMemberGroupResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -258,6 +274,33 @@ class NameserverService:
             '/relaymq.internal.v1.NameserverService/GetClusterInfo',
             proto_dot_nameserver__pb2.NameserverGetClusterInfoRequest.SerializeToString,
             proto_dot_nameserver__pb2.NameserverGetClusterInfoResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetBrokerMemberGroup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/relaymq.internal.v1.NameserverService/GetBrokerMemberGroup',
+            proto_dot_nameserver__pb2.NameserverGetBrokerMemberGroupRequest.SerializeToString,
+            proto_dot_nameserver__pb2.NameserverGetBrokerMemberGroupResponse.FromString,
             options,
             channel_credentials,
             insecure,

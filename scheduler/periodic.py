@@ -3,7 +3,10 @@
 Every periodic task has a name, an interval and an initial delay, and belongs to one
 :class:`PeriodicTasks` supervisor.  A run never overlaps the previous one (the next run is
 scheduled after the previous one finished), a failing run is logged with its name and the
-task keeps its schedule, and :meth:`PeriodicTasks.stop` cancels and awaits every task.
+task keeps its schedule, and :meth:`PeriodicTasks.stop` cancels and awaits every task --
+or, with ``finish_runs``, lets a run in progress finish first and cancels only the waits
+between runs (a run that must not be cut in half: an acting slave's escape and the
+resolution that follows it).
 
 A small asyncio supervisor rather than APScheduler: APScheduler 3 cannot await in-flight
 coroutine jobs at shutdown, which is exactly the guarantee needed here.
@@ -38,6 +41,8 @@ class PeriodicTasks:
         self.owner = owner
         self._declared: list[PeriodicTask] = []
         self._running: dict[str, asyncio.Task] = {}
+        self._idle: dict[str, asyncio.Event] = {}  # per task: set while its function is not running
+        self._stopping = False
         self.failures: dict[str, int] = {}
 
     def declare(self, name: str, interval_ms: int, function: TaskFunction, initial_delay_ms: int = 0) -> None:
@@ -57,7 +62,9 @@ class PeriodicTasks:
 
     async def _loop(self, task: PeriodicTask) -> None:
         await asyncio.sleep(task.initial_delay_ms / 1000)
-        while True:
+        idle = self._idle.setdefault(task.name, asyncio.Event())
+        while not self._stopping:
+            idle.clear()
             try:
                 result = task.function()
                 if inspect.isawaitable(result):
@@ -67,11 +74,25 @@ class PeriodicTasks:
             except Exception:  # a periodic failure is logged, never swallowed silently
                 self.failures[task.name] = self.failures.get(task.name, 0) + 1
                 log.exception("%s: periodic task %s failed", self.owner, task.name)
+            finally:
+                idle.set()
             await asyncio.sleep(task.interval_ms / 1000)
 
-    async def stop(self) -> None:
-        tasks = list(self._running.values())
+    async def stop(self, finish_runs: bool = False) -> None:
+        running = dict(self._running)
         self._running.clear()
+        if finish_runs:  # no new run starts; runs in progress end before their loops are cancelled
+            self._stopping = True
+            try:
+                for name, task in running.items():
+                    idle = self._idle.get(name)
+                    if idle is not None and not idle.is_set() and not task.done():
+                        waiter = asyncio.ensure_future(idle.wait())
+                        await asyncio.wait([waiter, task], return_when=asyncio.FIRST_COMPLETED)
+                        waiter.cancel()
+            finally:
+                self._stopping = False
+        tasks = list(running.values())
         for task in tasks:
             task.cancel()
         for task in tasks:

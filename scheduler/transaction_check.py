@@ -11,6 +11,11 @@ Rules:
   applies them with :meth:`checked` / an op record.
 - Resolutions are remembered (bounded, oldest forgotten first) so a repeated EndTransaction
   with the same resolution is OK and a contradicting one is refused.
+- A resolution whose write failed is *decided* (:meth:`TransactionTable.decide`): the
+  producer's answer is kept, the half is no longer checked nor discarded, and the driver
+  retries the write until it succeeds (upstream #7709: a commit that met a transient quorum
+  shortfall was checked again and again, then discarded).  A repeated EndTransaction agrees
+  or contradicts the decided resolution as it would a written one.
 """
 from __future__ import annotations
 
@@ -59,6 +64,7 @@ class TransactionTable:
         self.pending: dict[int, HalfEntry] = {}
         self.resolved: dict[int, Resolution] = {}
         self.resolved_max = resolved_max
+        self.decided: dict[int, Resolution] = {}  # resolutions whose write failed; retried, never discarded
         self.half_offset = 0
         self.op_offset = 0
 
@@ -69,6 +75,7 @@ class TransactionTable:
 
     def resolve(self, offset: int, resolution: Resolution) -> None:
         self.pending.pop(offset, None)
+        self.decided.pop(offset, None)
         self.resolved.setdefault(offset, resolution)
         while len(self.resolved) > self.resolved_max:
             del self.resolved[next(iter(self.resolved))]
@@ -76,6 +83,8 @@ class TransactionTable:
     def decide_end(self, offset: int, commit: bool) -> EndRejection | Resolution | None:
         """None: resolve it now; a Resolution: already resolved that way (OK); else a rejection."""
         wanted = Resolution.COMMIT if commit else Resolution.ROLLBACK
+        if offset in self.decided:
+            return None if self.decided[offset] is wanted else EndRejection.ALREADY_RESOLVED_OTHERWISE
         if offset in self.pending:
             return None
         done = self.resolved.get(offset)
@@ -83,11 +92,19 @@ class TransactionTable:
             return EndRejection.UNKNOWN_TRANSACTION
         return done if done is wanted else EndRejection.ALREADY_RESOLVED_OTHERWISE
 
+    def decide(self, offset: int, resolution: Resolution) -> None:
+        """The producer (or the check limit) resolved the half but the write failed: keep the
+        resolution and stop checking; :meth:`resolve` once the write succeeds."""
+        if offset in self.pending:
+            self.decided[offset] = resolution
+
     def decide_checks(self, now_ms: int, check_max: int, limit: int) -> list[CheckAction]:
         actions = []
         for half in sorted(self.pending.values(), key=lambda h: h.next_check_ms):
             if half.next_check_ms > now_ms or len(actions) >= limit:
                 break
+            if half.offset in self.decided:
+                continue
             kind = CheckKind.DISCARD if half.checks >= check_max else CheckKind.CHECK
             actions.append(CheckAction(kind, half))
         return actions
@@ -100,7 +117,8 @@ class TransactionTable:
     def to_document(self) -> dict[str, Any]:
         return {"halfOffset": self.half_offset, "opOffset": self.op_offset,
                 "pending": [[h.offset, h.topic, h.transaction_id, h.store_ms, h.checks, h.next_check_ms] for h in self.pending.values()],
-                "resolved": {offset: r.value for offset, r in self.resolved.items()}}
+                "resolved": {offset: r.value for offset, r in self.resolved.items()},
+                "decided": {offset: r.value for offset, r in self.decided.items()}}
 
     @classmethod
     def from_document(cls, document: Any, resolved_max: int) -> "TransactionTable":
@@ -111,4 +129,7 @@ class TransactionTable:
             table.pending[int(o)] = HalfEntry(int(o), str(t), str(x), int(s), int(c), int(n))
         for offset, value in (document.get("resolved") or {}).items():
             table.resolved[int(offset)] = Resolution(value)
+        for offset, value in (document.get("decided") or {}).items():
+            if int(offset) in table.pending:
+                table.decided[int(offset)] = Resolution(value)
         return table

@@ -34,7 +34,8 @@ class AdminClient:
         assert timeout_ms > 0
         self.address = address
         self.timeout_s = timeout_ms / 1000
-        self._channel = grpc.aio.insecure_channel(address)
+        # reconnect within a second once the container is back (gRPC's default backoff grows to 2 minutes)
+        self._channel = grpc.aio.insecure_channel(address, options=[("grpc.max_reconnect_backoff_ms", 1000)])
         self._stub = pb_grpc.BrokerAdminStub(self._channel)
 
     async def call(self, method: str, request: Any) -> Any:

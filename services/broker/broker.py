@@ -10,15 +10,24 @@ Rules:
   configured ``brokerRole`` with nothing replicated), and it may change at runtime: only a
   MASTER takes client calls; a SLAVE or FENCED broker answers reads only (every mutating
   client call and an admin offset write is refused).  The special services (timer, pop
-  revive, transaction check) run exactly while the broker is master: :meth:`apply_role`
-  starts or stops them after a role change.
+  revive, transaction check) run as ``ha.acting.special_services`` decides -- exactly while
+  master, or with ``enableSlaveActingMaster`` on the group's smallest live member:
+  :meth:`apply_role` starts or stops them after a role or membership change.
+- An acting slave (RIP-32) also serves receives, acks, invisibility changes and DLQ forwards
+  of its group (their records go to its pop journal) and stores nothing in its own log: what
+  it must write escapes to a live master (``services.acting.escape``); sends, recalls and
+  end-transactions from clients are still refused (the route shows it read-only).  A master
+  with acting mode holds pop calls until it took the special state back from its acting
+  members (``services.broker.acting_mode``), at most ``handoverTimeoutMillis``.
 - Exceptions to the caller are :class:`RequestRejected` (user-facing status) or bugs.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Mapping, Sequence
 
+from ha.acting.special_services import ReplicaFacts, SpecialServices, decide_special_services
 from metadata.consumer_offsets import ConsumerOffsetTable
 from metadata.data_version import DataVersion
 from metadata.names import retry_topic
@@ -29,9 +38,14 @@ from metadata.subscription_group import SubscriptionGroupConfig, SubscriptionGro
 from metadata.topic_config import TopicConfig, TopicTable
 from scheduler.clock import Clock
 from scheduler.periodic import PeriodicTasks
+from services.acting.escape import EscapedItem, EscapedPlace
+from services.acting.fifo_lock import FifoLocks
+from services.acting.state import ActingState
+from services.broker.acting_mode import start_acting, stop_acting
 from services.broker.admin_api import QueueProgress, QueueStatus
 from services.broker.api import Delivery, GroupSettings, ReceiveRequest, SendItem, SendOutcome, TransactionCheckSink
 from services.broker.config import BrokerConfig
+from services.broker.escape_put import escape_put
 from services.broker.groups import GroupManager
 from services.broker.long_poll import AppendNotifier
 from services.broker.message_query import MessageMatch, QueryResult, query_messages
@@ -66,10 +80,14 @@ class _Unreplicated:
 
 class Broker:
     def __init__(self, config: BrokerConfig, store, clock: Clock, transaction_sink: TransactionCheckSink,
-                 replication=None):
+                 replication=None, acting: ActingState | None = None, fifo_locks: FifoLocks | None = None):
         """``replication``: a :class:`services.ha.replica.BrokerReplica` (role, writability,
-        replica acks, status); None: the configured role, nothing replicated."""
+        replica acks, status); None: the configured role, nothing replicated.  ``acting``: what
+        the acting-master drivers learned (None: acting mode off); ``fifo_locks``: the FIFO
+        lock quorum (None: local leases only)."""
         self.config, self.store, self.clock = config, store, clock
+        self.acting = acting or ActingState()
+        self.fifo_locks = fifo_locks or FifoLocks(config.broker_name, lambda: config.broker_id, config, 1, clock, dict)
         self.name, self.cluster = config.broker_name, config.broker_cluster_name
         config_dir = store.config.store_path_root_dir / "config"
         self.replication = replication if replication is not None else _Unreplicated(config)
@@ -77,12 +95,17 @@ class Broker:
         self.groups = GroupManager(config_dir, on_change=self.replication.metadata_changed)
         self.notifier = AppendNotifier()
         self.pop = PopService(config, store, clock, self.topics, self.groups, self.notifier, config_dir)
+        self.pop.fifo_gate = self.fifo_locks
+        self.pop.serving = lambda: self.replication.is_master or self._acting_now
         self.timer = TimerService(config, store, clock, config_dir)
         self.transactions = TransactionService(config, store, clock, transaction_sink, config_dir)
         self.sender = SendService(config, store, clock, self.topics, self.timer, self.transactions)
         self.tasks = PeriodicTasks(f"broker {config.broker_name}")
         self.special = PeriodicTasks(f"broker {config.broker_name} special services")
         self._special_running = False
+        self._acting_now = False
+        self._role_lock = asyncio.Lock()
+        self._handed_over = asyncio.Event()
         self.started_ms = 0
 
     @property
@@ -113,26 +136,67 @@ class Broker:
         self.special.declare("transaction-check", c.transaction_scan_interval_ms, self.transactions.check)
         self.tasks.declare("clean-expired", c.clean_expired_interval_ms, self.store.clean_expired, c.clean_expired_interval_ms)
 
+    def special_decision(self) -> SpecialServices:
+        facts = ReplicaFacts(role=self.role, own_id=self.config.broker_id, acting_enabled=self.acting.enabled,
+                             handover_done=self.acting.handover_done, view=self.acting.view,
+                             master_connected=bool(getattr(self.replication, "copying_from_master", False)),
+                             last_handover_ms=self.acting.last_handover_ms)
+        return decide_special_services(facts, self.clock.now_ms(), self.config.member_group_stale_ms)
+
     async def apply_role(self) -> None:
-        """Run the special services exactly while master.  A new master first replays the pop,
-        timer and transaction logs it copied as a slave (synchronously: no call is served with
-        state older than its log, and its own records never interleave with the copied ones)."""
-        if self.replication.is_master and not self._special_running:
-            self.pop.catch_up()
-            self.timer.catch_up()
-            self.transactions.catch_up()
-            self._special_running = True
-            self.special.start()
-            log.info("broker %s: special services (timer, revive, transaction check) started", self.name)
-        elif not self.replication.is_master and self._special_running:
-            self._special_running = False
-            await self.special.stop()
-            self.persist()
-            log.info("broker %s: special services stopped", self.name)
+        """Start or stop the special services as :meth:`special_decision` says.  Before they
+        start, the pop, timer and transaction logs copied as a slave are replayed
+        (synchronously: no call is served with state older than its log, and its own records
+        never interleave with the copied ones)."""
+        async with self._role_lock:
+            decision = self.special_decision()
+            if decision.reason is not self.acting.reason:
+                log.info("broker %s-%d: special services: %s", self.name, self.config.broker_id, decision.reason.value)
+            self.acting.reason = decision.reason
+            if self._special_running and (not decision.run or decision.acting != self._acting_now):
+                await self._stop_special()
+            if decision.run and not self._special_running:
+                self._start_special(decision.acting)
+            if decision.run or not self.acting.enabled or self.role != "MASTER":
+                self._handed_over.set()
+
+    def _start_special(self, acting: bool) -> None:
+        self.pop.catch_up()
+        self.timer.catch_up()
+        self.transactions.catch_up()
+        if acting:
+            start_acting(self)
+        self._special_running, self._acting_now = True, acting
+        self.special.start()
+        if acting:
+            self._serving_changed()
+        log.info("broker %s: special services (timer, revive, transaction check) started%s", self.name,
+                 " as the acting master: writes escape to live masters" if acting else "")
+
+    async def _stop_special(self) -> None:
+        self._special_running = False
+        await self.special.stop(finish_runs=True)  # an escape and its resolution are never cut apart
+        if self._acting_now:
+            self._acting_now = False
+            stop_acting(self)
+            self._serving_changed()
+            self.notifier.wake_all()  # long polls waiting here end (they may not deliver from a plain slave)
+        self.persist()
+        log.info("broker %s: special services stopped", self.name)
+
+    def _serving_changed(self) -> None:
+        notify = getattr(self.replication, "notify_changed", None)
+        if notify is not None:
+            notify()
 
     @property
     def special_services_running(self) -> bool:
         return self._special_running
+
+    @property
+    def is_acting(self) -> bool:
+        """A slave running its group's special services (serving receives, escaping writes)."""
+        return self._acting_now
 
     def persist(self) -> None:
         self.pop.persist()
@@ -140,14 +204,31 @@ class Broker:
         self.transactions.persist()
 
     async def stop(self) -> None:
-        await self.special.stop()
-        self._special_running = False
+        async with self._role_lock:
+            if self._special_running:
+                await self._stop_special()
         await self.tasks.stop()
         self.persist()
 
     def _writable(self) -> None:
         if not self.replication.is_master:
+            if self._acting_now:
+                raise RequestRejected(Code.FORBIDDEN, f"broker {self.name}-{self.config.broker_id} is a slave acting for "
+                                      "its absent master: it serves reads and receives only, not writes; send to "
+                                      "another broker of the topic")
             raise RequestRejected(Code.FORBIDDEN, f"broker {self.name}-{self.broker_id} is a {self.role.lower()}")
+
+    async def _pop_servable(self) -> None:
+        """Pop calls: a master (once its hand-over is done) or an acting slave."""
+        if self._acting_now:
+            return
+        self._writable()
+        if not self._handed_over.is_set():
+            try:
+                await asyncio.wait_for(asyncio.shield(self._handed_over.wait()), self.config.handover_timeout_ms / 1000)
+            except asyncio.TimeoutError:
+                raise RequestRejected(Code.HA_NOT_AVAILABLE, f"broker {self.name}: taking the special state back from "
+                                      "the slave that acted while it was away") from None
 
     # ---- BrokerApi ----------------------------------------------------------------------------
     async def send(self, items: Sequence[SendItem]) -> list[SendOutcome]:
@@ -162,34 +243,64 @@ class Broker:
         await self.replication.wait_replicated(self.store.commit_log_max_offset)
 
     async def end_transaction(self, topic: str, message_id: str, transaction_id: str, commit: bool, from_check: bool) -> None:
+        """A resolution; an acting slave resolves its own halves too (a commit escapes the message)."""
+        if self._acting_now:
+            await self.transactions.end(topic, message_id, transaction_id, commit)
+            return
         self._writable()
         await self.transactions.end(topic, message_id, transaction_id, commit)
         if commit:
             await self._replicated()
+
+    def holds_transaction(self, topic: str, message_id: str, transaction_id: str) -> bool:
+        """This broker can resolve the half ``transaction_id`` names: it is master or acting and has it."""
+        return (self.replication.is_master or self._acting_now) and self.transactions.holds(topic, message_id, transaction_id)
 
     async def recall(self, topic: str, recall_handle: str) -> str:
         self._writable()
         return await self.timer.recall(topic, recall_handle)
 
     async def receive(self, request: ReceiveRequest) -> list[Delivery]:
-        self._writable()
+        await self._pop_servable()
         return await self.pop.receive(request)
 
     async def ack(self, group: str, topic: str, message_id: str, receipt_handle: str) -> None:
-        self._writable()
+        await self._pop_servable()
         await self.pop.ack(group, receipt_handle)
 
     async def ack_many(self, group: str, topic: str, receipt_handles: Sequence[str]) -> list[RequestRejected | None]:
-        self._writable()
+        await self._pop_servable()
         return await self.pop.ack_many(group, receipt_handles)
 
     async def change_invisible_duration(self, group: str, topic: str, message_id: str, receipt_handle: str, invisible_ms: int) -> str:
-        self._writable()
+        await self._pop_servable()
         return await self.pop.change_invisible(group, receipt_handle, invisible_ms)
 
     async def forward_to_dead_letter_queue(self, group: str, topic: str, message_id: str, receipt_handle: str) -> None:
-        self._writable()
+        await self._pop_servable()
         await self.pop.forward_to_dead_letter(group, receipt_handle)
+
+    async def escape_put(self, items: Sequence[EscapedItem]) -> list[EscapedPlace]:
+        """Store what another group's acting slave escaped here (services.broker.escape_put)."""
+        self._writable()
+        self.replication.check_writable()
+        return await escape_put(self, items)
+
+    async def query_offset(self, topic: str, queue_id: int, policy: str, timestamp_ms: int | None) -> int:
+        """BEGINNING: the queue's min offset; END: its max; TIMESTAMP: the first message stored at
+        or after ``timestamp_ms``.  A master's read, answered by an acting slave too."""
+        if not self._acting_now:
+            self._writable()
+        config = self.topics.get(topic)
+        if config is None and topic not in self.store.queues():
+            raise RequestRejected(Code.TOPIC_NOT_FOUND, f"topic {topic} does not exist on broker {self.name}")
+        if config is not None and queue_id >= config.queue_nums and queue_id not in self.store.queues().get(topic, []):
+            raise RequestRejected(Code.BAD_REQUEST, f"topic {topic} has no queue {queue_id} on broker {self.name}")
+        if policy == "BEGINNING":
+            return self.store.min_offset(topic, queue_id)
+        if policy == "END":
+            return self.store.max_offset(topic, queue_id)
+        return self.store.offset_for_timestamp(topic, queue_id, timestamp_ms)
 
     def group_settings(self, group: str) -> GroupSettings:
         config = self.groups.get(group)
@@ -311,7 +422,8 @@ class Broker:
         messages = sum(self.store.max_offset(t, q) - self.store.min_offset(t, q) for t, ids in queues.items() for q in ids)
         return {"brokerName": self.name, "brokerId": self.broker_id, "cluster": self.cluster, "role": self.role,
                 "brokerRole": self.config.broker_role.value, "uptimeMs": self.clock.now_ms() - self.started_ms,
-                "specialServicesRunning": self._special_running,
+                "specialServicesRunning": self._special_running, "acting": self._acting_now,
+                "actingMaster": self.acting.status(),
                 "storeSizeBytes": self.store.disk_usage_bytes(), "messageCount": messages,
                 "topicCount": len(self.topics.table.topics), "groupCount": len(self.groups.table.groups),
                 **({"ha": ha} if (ha := self.replication.status()) is not None else {})}

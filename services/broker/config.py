@@ -75,6 +75,50 @@ class BrokerConfig:
                                                  doc="controller mode: lower wins an election among equally "
                                                      "up-to-date replicas (also the first one)")
 
+    enable_slave_acting_master: bool = config_field(
+        "enableSlaveActingMaster", False,
+        doc="RIP-32: when a group's master is gone, its live slave with the smallest id runs the group's special "
+            "services (delay messages, transaction checks, pop retries), answers its reads and receives, and escapes "
+            "what it must write to a live master; not with enableControllerMode")
+    enable_remote_escape: bool = config_field(
+        "enableRemoteEscape", False,
+        doc="an acting slave may escape writes to masters in other containers (without it only to a master in its "
+            "own container); needs enableSlaveActingMaster")
+    sync_broker_member_group_period_ms: int = config_field(
+        "syncBrokerMemberGroupPeriod", 1_000, minimum=100, maximum=600_000, unit="ms",
+        doc="acting mode: poll the nameserver for the group's live members (the nameserver's push, "
+            "notifyMinBrokerIdChanged, is faster; this is the fallback)")
+    member_group_stale_ms: int = config_field(
+        "memberGroupStaleMillis", 10_000, minimum=1_000, maximum=600_000, unit="ms",
+        doc="acting mode: a slave whose last view of the group's members is older than this stops acting (it may "
+            "have missed its master's return) (ours)")
+    escape_timeout_ms: int = config_field(
+        "escapeTimeoutMillis", 3_000, minimum=100, maximum=60_000, unit="ms",
+        doc="deadline of one escape to another container's master (upstream's 3000 ms send timeout)")
+    escape_route_max_age_ms: int = config_field(
+        "escapeRouteMaxAgeMillis", 1_000, minimum=0, maximum=60_000, unit="ms",
+        doc="an escape re-reads the topic's route from the nameserver when its copy is older than this (ours)")
+    escape_exclude_ms: int = config_field(
+        "escapeExcludeMillis", 10_000, minimum=100, maximum=600_000, unit="ms",
+        doc="a master that did not answer an escape is not chosen again for this long (upstream #7923) (ours)")
+    escape_retry_interval_ms: int = config_field(
+        "escapeRetryIntervalMillis", 1_000, minimum=10, maximum=60_000, unit="ms",
+        doc="after an escape found no target or failed, the same message is tried again after this (ours)")
+    lock_in_strict_mode: bool = config_field(
+        "lockInStrictMode", False,
+        doc="FIFO delivery: a replica delivers a FIFO queue only while a quorum of the configured totalReplicas "
+            "grants it the queue's lock (order over availability); false: its own lock")
+    fifo_lock_lease_ms: int = config_field(
+        "fifoLockLeaseMillis", 60_000, minimum=1_000, maximum=600_000, unit="ms",
+        doc="how long a FIFO queue's lock lasts without renewal (upstream's lockMaxLiveTime) (ours)")
+    lock_quorum_timeout_ms: int = config_field(
+        "lockQuorumTimeoutMillis", 2_000, minimum=100, maximum=60_000, unit="ms",
+        doc="lockInStrictMode: how long a replica waits for its peers' grants (upstream's 2000 ms)")
+    handover_timeout_ms: int = config_field(
+        "handoverTimeoutMillis", 3_000, minimum=100, maximum=60_000, unit="ms",
+        doc="acting mode: deadline of a returning master's call that takes the special state back from each "
+            "acting member; a member that does not answer is skipped (ours)")
+
     def __post_init__(self) -> None:
         if not isinstance(self.broker_role, BrokerRole):
             object.__setattr__(self, "broker_role", BrokerRole(self.broker_role))

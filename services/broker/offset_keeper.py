@@ -12,7 +12,8 @@ Rules (reference section 3, and the lesson of upstream #9711):
   decides and writes the file first); the adopted table counts as written.
 - :meth:`OffsetKeeper.write` sets offsets with the DataVersion an admin write decided
   (``metadata.offset_write``); the table must then be written before anyone relies on it.
-- ``stateVersion`` stays as loaded (0 until controller mode sets it).
+- ``stateVersion`` stays as loaded (0 until controller mode sets it), except that a slave that
+  starts acting opens the next one (:meth:`OffsetKeeper.open_state_version`).
 Pure: time is an argument, the driver does the file write.
 """
 from __future__ import annotations
@@ -80,6 +81,14 @@ class OffsetKeeper:
 
     def write(self, offsets: Mapping[tuple[str, str, int], int], data_version: DataVersion) -> None:
         self.table = self.table.with_offsets(offsets, data_version)
+        self._dirty = True
+        self._unversioned = False
+
+    def open_state_version(self, now_ms: int) -> None:
+        """Bump to ``stateVersion + 1`` (a slave starting to act): its table is then newer than
+        any its absent master wrote, so the master adopts it when it returns."""
+        table = self.table
+        self.table = table.with_offsets({}, table.data_version.next_version(now_ms, table.data_version.state_version + 1))
         self._dirty = True
         self._unversioned = False
 

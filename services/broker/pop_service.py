@@ -24,6 +24,14 @@ Durability design (close to RocketMQ's own pop checkpoints):
   duplicates, never loses).  A receive reads the retry topic of its own topic only, through
   the same filter (TAG or SQL92, metadata.message_filter) as the topic, so a redelivery never reaches a consumer of another topic
   of the group or one whose filter does not match.
+- Acting slave (RIP-32): receives, acks, invisibility changes and DLQ forwards are served
+  as on a master, but their records go to the slave's pop journal (fsynced, outside its
+  commit log: ``services.acting.pop_journal``), replayed after the snapshot on start.  Revive
+  escapes retry and dead-letter copies to a live master (``services.acting.escape``) and acks
+  the originals only after the target stored them; with no target they stay in flight,
+  expired, and are tried again.  The pop state carries a DataVersion, bumped to a new state
+  version when the slave starts acting and at every snapshot while it acts, so a returning
+  master adopts the slave's state (receipt handles it gave out stay valid there).
 """
 from __future__ import annotations
 
@@ -31,8 +39,9 @@ import logging
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Sequence
+from typing import Callable, Sequence
 
+from ha.acting.escape_target import EscapeKind
 from metadata.consumer_offsets import ConsumerOffsetTable
 from metadata.consumer_offsets import parse_document as parse_offsets
 from metadata.data_version import DataVersion
@@ -40,13 +49,15 @@ from metadata.message import MessageDraft, StoredMessage
 from metadata.message_filter import FilterSyntaxError, MessageFilter, compile_filter
 from metadata.names import dlq_topic, retry_topic_for
 from metadata.offset_write import Accepted, OffsetWriteDecision, QueueFacts, QueueOffset, decide_offset_write
-from metadata.replica_metadata import Adopt, Adoption, SyncDirection, adopted_offsets, decide_adoption
+from metadata.replica_metadata import Adopt, Adoption, SyncDirection, VersionedDocument, adopted_offsets, decide_adoption
 from metadata.status import Code, RequestRejected
 from scheduler.pop.decisions import PopContext, PopPlan, PopRejection, decide_ack, decide_change, plan_fifo_redelivery, plan_new
 from scheduler.pop.receipt import ReceiptHandle, decode
 from scheduler.pop.records import (REVIVE_TOPIC, AckRecord, InFlight, QueueKey, Record, ResetRecord, SkipRecord, decode_records,
                                    encode_records)
 from scheduler.pop.table import HandleCheck, PopTable, QueueState
+from services.acting.escape import EscapedItem, EscapeFailed
+from services.acting.pop_journal import PopJournal
 from services.broker import requeue
 from services.broker.api import Delivery, FilterType, ReceiveRequest
 from services.broker.config import BrokerConfig
@@ -62,6 +73,7 @@ from store.results import GetStatus
 log = logging.getLogger(__name__)
 
 POP_STATE_FILE = "popState.json"
+JOURNAL_FILE = "actingPopJournal.bin"
 OFFSET_FILE = "consumerOffset.json"
 LOG_READ_BATCH = 1024
 _NO_PROPERTIES = MappingProxyType({})
@@ -78,6 +90,11 @@ class PopService:
         self.keeper = OffsetKeeper(config.consumer_offset_update_version_step)
         self.log_offset = 0  # next pop-log record to apply
         self._round_robin: dict[tuple[str, str], int] = {}
+        self.data_version = DataVersion()  # of the pop state; moves only while acting (and by adoption)
+        self.journal = PopJournal(config_dir / JOURNAL_FILE)
+        self.bridge = None  # services.acting.escape.EscapeBridge while this slave acts
+        self.fifo_gate = None  # services.acting.fifo_lock.FifoLocks (lockInStrictMode)
+        self.serving: Callable[[], bool] = lambda: True  # the broker serves pop calls now (master, or acting)
 
     # ---- recovery and snapshot -------------------------------------------------------------
     def recover(self) -> int:
@@ -88,7 +105,11 @@ class PopService:
         if state is not None:
             self.table = PopTable.from_document(state)
             self.log_offset = int(state.get("reviveOffset", 0))
-        return self.catch_up()
+            self.data_version = DataVersion.from_json(state.get("dataVersion", {}), "pop dataVersion")
+        applied = self.catch_up()
+        acted = self.journal.replay()  # an acting slave's records, newer than its log
+        self._apply_all(acted)
+        return applied + len(acted)
 
     def catch_up(self) -> int:
         """Apply pop-log records from the cursor to the end of the log; returns how many."""
@@ -114,9 +135,9 @@ class PopService:
     def _write_state_files(self) -> None:
         """popState.json (the pop table and the log offset it covers), then consumerOffset.json
         if it changed; each write is atomic and fsynced (config_files)."""
-        document = self.table.to_document()
-        document["reviveOffset"] = self.log_offset
-        write_document(self.state_path, document)
+        if self.bridge is not None:
+            self.data_version = self.data_version.next_version(self.clock.now_ms())
+        write_document(self.state_path, self._state_document())
         offsets = self.keeper.document_to_persist(self.clock.now_ms())
         if offsets is not None:
             write_document(self.offset_path, offsets)
@@ -201,12 +222,55 @@ class PopService:
             for commit in commits:
                 self.keeper.commit(commit.topic, commit.group, commit.queue_id, commit.offset, now)
 
+    def _state_document(self) -> dict:
+        document = self.table.to_document()
+        document["reviveOffset"] = self.log_offset
+        document["dataVersion"] = self.data_version.to_json()
+        return document
+
+    def versioned_state(self) -> VersionedDocument:
+        """The caught-up pop state (table and log cursor) with its DataVersion, for a hand-over."""
+        self.catch_up()
+        document = self._state_document()
+        return VersionedDocument(self.data_version, {k: v for k, v in document.items() if k != "dataVersion"})
+
+    def adopt_state(self, remote: VersionedDocument, direction: SyncDirection) -> Adoption:
+        """Take a peer's pop state when ``decide_adoption`` says so, then apply this log's records
+        past its cursor (a returning master's own records the peer never copied)."""
+        decision = decide_adoption(self.data_version, remote.data_version, direction)
+        if isinstance(decision, Adopt):
+            self.table = PopTable.from_document(remote.document)
+            self.log_offset = int(remote.document.get("reviveOffset", 0))
+            self.data_version = remote.data_version
+            write_document(self.state_path, self._state_document())
+            self.catch_up()
+        return decision
+
+    def start_acting(self, bridge) -> None:
+        self.catch_up()
+        now = self.clock.now_ms()
+        self.data_version = self.data_version.next_version(now, self.data_version.state_version + 1)
+        self.keeper.open_state_version(now)
+        self.bridge = bridge
+        self._write_state_files()
+
+    def stop_acting(self) -> None:
+        """The snapshot holds every journal record from here on: the journal can go."""
+        self._write_state_files()
+        self.bridge = None
+        self.journal.clear()
+
     async def _write(self, records: Sequence[Record]) -> None:
         """Append ``records`` to the pop log.  The caller has applied them already (a receive
         reserves first) or applies them as soon as this returns (ack, change: no await in
         between), so the cursor moves past them here and :meth:`persist` does not read back
         and re-apply what this process wrote (it still reads what it did not, e.g. records a
         retried put left behind, or a slave's replicated log)."""
+        if self.bridge is not None:  # acting: never the slave's own log; no await, so a switch never splits it
+            self.journal.append(records)
+            return
+        if not self.serving():
+            raise RequestRejected(Code.FORBIDDEN, f"broker {self.config.broker_name} stopped serving pop calls")
         now = self.clock.now_ms()
         drafts = [MessageDraft.trusted(REVIVE_TOPIC, 0, body, now, "", _NO_PROPERTIES, _NO_PROPERTIES)
                   for body in encode_records(records)]
@@ -226,10 +290,16 @@ class PopService:
         wait_until = min(request.deadline_ms, self.clock.monotonic_ms() + long_poll_ms)
         timed_out = False
         while True:
+            if not self.serving():  # a long poll that outlived the acting slave's turn ends empty
+                return []
+            allowed = None  # FIFO under lockInStrictMode: only the queues whose lock quorum this replica holds
+            if group.consume_message_orderly and self.fifo_gate is not None and self.fifo_gate.strict:
+                allowed = await self.fifo_gate.acquire([QueueKey(request.group, request.topic, queue_id)
+                                                        for queue_id in range(topic.read_queue_nums)])
             waiter = self.notifier.register((request.topic, retry_topic_for(request.group, request.topic)))
             try:
                 plans = self._plan(request, message_filter, group.consume_message_orderly, group.max_delivery_attempts,
-                                   topic.read_queue_nums)
+                                   topic.read_queue_nums, allowed)
                 if plans:
                     return await self._deliver(request.group, plans)
                 remaining = wait_until - self.clock.monotonic_ms()
@@ -270,13 +340,15 @@ class PopService:
         return state
 
     def _plan(self, request: ReceiveRequest, message_filter: MessageFilter, fifo: bool, group_max_attempts: int,
-              read_queues: int) -> list[PopPlan]:
+              read_queues: int, allowed: set[QueueKey] | None = None) -> list[PopPlan]:
         now = self.clock.now_ms()
         budget = min(request.batch_size, self.config.max_receive_batch_size)
         plans = []
         for key in self._queue_keys(request, fifo, read_queues):
             if budget <= 0:
                 break
+            if allowed is not None and key not in allowed:
+                continue
             invisible_ms = request.invisible_ms
             if request.auto_renew or invisible_ms <= 0:
                 invisible_ms = invisible_ms if invisible_ms > 0 else self.config.pop_invisible_time_auto_renew_ms
@@ -319,7 +391,10 @@ class PopService:
                 deliveries.append(Delivery(requeue.consumer_view(item.message), handle.encode(), item.entry.attempt,
                                            item.entry.deadline_ms, requeue.dead_letter_origin(item.message)))
         if dead:
-            await self._dead_letter(group, dead)
+            try:
+                await self._dead_letter(group, dead)
+            except EscapeFailed as failure:  # reserved: they expire and the revive tries again
+                log.debug("receive: dead-letter copies wait: %s", failure)
         return deliveries
 
     # ---- ack, change, forward ---------------------------------------------------------------
@@ -364,13 +439,25 @@ class PopService:
         key = QueueKey(group, handle.topic, handle.queue_id)
         entry = self.table.get(key).inflight[handle.offset]
         message = self.store.read_at(entry.commit_offset)
-        await self._dead_letter(group, [(key, entry, message)])
+        try:
+            await self._dead_letter(group, [(key, entry, message)])
+        except EscapeFailed as failure:
+            raise RequestRejected(Code.HA_NOT_AVAILABLE, f"dead-letter queue not reachable now: {failure}") from None
 
     async def _dead_letter(self, group: str, items: list[tuple[QueueKey, InFlight, StoredMessage | None]]) -> None:
-        self.topics.ensure_system_topic(dlq_topic(group), self.clock.now_ms())
         drafts = [requeue.dead_letter_draft(m, group, e.attempt) for _, e, m in items if m is not None]
-        if drafts:
-            await put_retrying(self.store, drafts, self.config.internal_put_retries, self.config.internal_put_retry_backoff_ms, "dlq")
+        if self.bridge is not None:
+            escaped = [EscapedItem(f"{self.config.broker_name}:dlq:{k.group}:{k.topic}:{k.queue_id}:{e.offset}",
+                                   EscapeKind.DEAD_LETTER, requeue.dead_letter_draft(m, group, e.attempt))
+                       for k, e, m in items if m is not None]
+            if escaped:
+                origin = next(requeue.origin_topic(m) for _, _, m in items if m is not None)
+                await self.bridge.escape(EscapeKind.DEAD_LETTER, origin, escaped)
+        else:
+            self.topics.ensure_system_topic(dlq_topic(group), self.clock.now_ms())
+            if drafts:
+                await put_retrying(self.store, drafts, self.config.internal_put_retries,
+                                   self.config.internal_put_retry_backoff_ms, "dlq")
         await self._ack_all([AckRecord(key, entry.offset) for key, entry, _ in items])
 
     async def _ack_all(self, records: list[AckRecord]) -> None:
@@ -383,24 +470,43 @@ class PopService:
         expired = self.table.expired(self.clock.now_ms(), self.config.revive_batch_max)
         if not expired:
             return 0
-        retries: list[MessageDraft] = []
+        retries: list[tuple[QueueKey, InFlight, StoredMessage]] = []
         dead: list[tuple[QueueKey, InFlight, StoredMessage | None]] = []
-        acks: list[AckRecord] = []
         for key, entry in expired:
             message = self.store.read_at(entry.commit_offset)
             if message is None or entry.attempt + 1 > entry.max_attempts:
                 dead.append((key, entry, message))
-                continue
-            retry = requeue.retry_draft(message, key.group, entry.attempt)
-            self.topics.ensure_system_topic(retry.topic, self.clock.now_ms())
-            retries.append(retry)
-            acks.append(AckRecord(key, entry.offset))
-        if retries:
-            await put_retrying(self.store, retries, self.config.internal_put_retries, self.config.internal_put_retry_backoff_ms, "retry")
-            await self._ack_all(acks)
+            else:
+                retries.append((key, entry, message))
+        if retries and self.bridge is not None:
+            await self._escape_retries(retries)
+        elif retries:
+            drafts = [requeue.retry_draft(m, k.group, e.attempt) for k, e, m in retries]
+            for draft in drafts:
+                self.topics.ensure_system_topic(draft.topic, self.clock.now_ms())
+            await put_retrying(self.store, drafts, self.config.internal_put_retries, self.config.internal_put_retry_backoff_ms, "retry")
+            await self._ack_all([AckRecord(k, e.offset) for k, e, _ in retries])
         for key, entry, message in dead:
-            await self._dead_letter(key.group, [(key, entry, message)])
+            try:
+                await self._dead_letter(key.group, [(key, entry, message)])
+            except EscapeFailed as failure:  # stays in flight, expired: the next run tries again
+                log.debug("revive: dead-letter copy waits: %s", failure)
         return len(expired)
+
+    async def _escape_retries(self, retries: list[tuple[QueueKey, InFlight, StoredMessage]]) -> None:
+        """Acting: one escape per original topic; only what a master stored is acked here."""
+        by_topic: dict[str, list[tuple[QueueKey, InFlight, StoredMessage]]] = {}
+        for item in retries:
+            by_topic.setdefault(requeue.origin_topic(item[2]), []).append(item)
+        for topic, items in by_topic.items():
+            escaped = [EscapedItem(f"{self.config.broker_name}:retry:{k.group}:{k.topic}:{k.queue_id}:{e.offset}:{e.seq}",
+                                   EscapeKind.RETRY, requeue.retry_draft(m, k.group, e.attempt)) for k, e, m in items]
+            try:
+                await self.bridge.escape(EscapeKind.RETRY, topic, escaped)
+            except EscapeFailed as failure:  # they stay in flight, expired: the next run tries again
+                log.debug("revive: %d retries of %s wait: %s", len(items), topic, failure)
+                continue
+            await self._ack_all([AckRecord(k, e.offset) for k, e, _ in items])
 
     # ---- admin views --------------------------------------------------------------------------
     def inflight_count(self, group: str, topic: str, queue_id: int) -> int:

@@ -14,17 +14,25 @@ Rules (the index rules are in ``scheduler.timer``):
   peer (:meth:`TimerService.versioned_checkpoint`).  :meth:`TimerService.adopt_checkpoint`
   replaces the index by a peer's checkpoint with its DataVersion; the cursors are commit-log
   queue offsets, equal on every replica of the group.
+- Acting slave (RIP-32): a due message escapes to a live master (``services.acting.escape``),
+  batched per real topic; its entry is resolved here only after the target stored it, and
+  the checkpoint is written at once (a slave writes no op to its own log).  An escape that
+  finds no target resolves nothing: the messages wait.  :meth:`start_acting` opens a new
+  state version (``stateVersion + 1``), so the master that returns adopts this checkpoint
+  (its own never saw that state version) and delivers none of them again.
 """
 from __future__ import annotations
 
 import logging
 from pathlib import Path
 
+from ha.acting.escape_target import EscapeKind
 from metadata.data_version import DataVersion
 from metadata.message import MessageDraft, Prop, StoredMessage
 from metadata.replica_metadata import Adopt, Adoption, SyncDirection, VersionedDocument, decide_adoption
 from metadata.status import Code, RequestRejected
 from scheduler.timer import TIMER_OP_TOPIC, TIMER_TOPIC, RecallHandle, TimerIndex, decode_recall_handle
+from services.acting.escape import EscapedItem, EscapeFailed
 from services.broker.config import BrokerConfig
 from services.broker.config_files import read_document, write_document
 from services.broker.internal_put import put_retrying
@@ -54,11 +62,14 @@ def _parse_checkpoint(document) -> tuple[TimerIndex, DataVersion]:
 class TimerService:
     def __init__(self, config: BrokerConfig, store, clock, config_dir: Path):
         self.config, self.store, self.clock = config, store, clock
+        self.store_name = config.broker_name
         self.path = config_dir / CHECKPOINT_FILE
         self.index = TimerIndex()
         self.data_version = DataVersion()
         self._versioned_document: dict | None = None  # the index document data_version covers
         self._delivering: set[int] = set()
+        self.bridge = None  # services.acting.escape.EscapeBridge while this slave acts
+        self._escape_failed_logged = False
 
     def recover(self) -> None:
         loaded = read_document(self.path, _parse_checkpoint)
@@ -125,8 +136,21 @@ class TimerService:
             raise
         return handle.message_id
 
+    def start_acting(self, bridge) -> None:
+        self.catch_up()
+        self.bridge = bridge
+        self.data_version = self.data_version.next_version(self.clock.now_ms(), self.data_version.state_version + 1)
+        self._versioned_document = self.index.to_document()
+        self.persist()
+
+    def stop_acting(self) -> None:
+        self.bridge = None
+        self.persist()
+
     async def tick(self) -> int:
         """Deliver due messages; returns how many."""
+        if self.bridge is not None:
+            return await self._tick_acting()
         self.catch_up()
         delivered = 0
         for offset, _ in self.index.due(self.clock.now_ms(), self.config.timer_batch_max):
@@ -147,3 +171,47 @@ class TimerService:
             finally:
                 self._delivering.discard(offset)
         return delivered
+
+    async def _tick_acting(self) -> int:
+        """Escape due messages, one put per real topic; resolve (and checkpoint) what was stored."""
+        self.catch_up()
+        by_topic: dict[str, list[tuple[int, MessageDraft]]] = {}
+        for offset, _ in self.index.due(self.clock.now_ms(), self.config.timer_batch_max):
+            if offset in self._delivering:  # another run escapes it now
+                continue
+            result = self.store.get(TIMER_TOPIC, 0, offset, 1)
+            if not result.messages or result.messages[0].queue_offset != offset:
+                log.error("timer: message at offset %d is gone (retention?); dropping it", offset)
+                self.index.resolve(offset)
+                continue
+            draft = real_draft(result.messages[0])
+            by_topic.setdefault(draft.topic, []).append((offset, draft))
+            self._delivering.add(offset)
+        delivered = 0
+        try:
+            for topic, due in by_topic.items():
+                delivered += await self._escape_due(topic, due)
+        finally:
+            for due in by_topic.values():
+                self._delivering.difference_update(offset for offset, _ in due)
+        if delivered:
+            self.persist()
+        return delivered
+
+    async def _escape_due(self, topic: str, due: list[tuple[int, MessageDraft]]) -> int:
+        items = [EscapedItem(f"{self.store_name}:timer:{offset}", EscapeKind.DELAY, draft) for offset, draft in due]
+        try:
+            await self.bridge.escape(EscapeKind.DELAY, topic, items)
+        except EscapeFailed as failure:
+            self._log_escape_failure(failure)
+            return 0
+        self._escape_failed_logged = False
+        for offset, _ in due:
+            self.index.resolve(offset)
+        return len(due)
+
+    def _log_escape_failure(self, failure: Exception) -> None:
+        level = logging.DEBUG if self._escape_failed_logged else logging.WARNING
+        log.log(level, "timer: due messages wait: %s", failure)
+        self._escape_failed_logged = True
+

@@ -10,7 +10,15 @@ Rules (the table's rules are in ``scheduler.transaction_check``):
 - A repeated resolution is OK, a contradicting one or an unknown id is INVALID_TRANSACTION_ID.
 - The check service pushes TransactionCheck through the sink (the servicer's Telemetry
   registry); after ``transactionCheckMax`` checks the half is discarded and logged.
-- ``config/transactionCheckpoint.json`` holds the table and both cursors.
+- ``config/transactionCheckpoint.json`` holds the table and both cursors, with a DataVersion
+  bumped whenever the table changed since the last bump (as the timer checkpoint's).
+- A resolution whose write fails is kept as *decided* (``scheduler.transaction_check``) and
+  written to the checkpoint at once; every check run retries the write until it succeeds,
+  and the half is neither checked again nor discarded meanwhile (upstream #7709).
+- Acting slave (RIP-32): checks go out as on a master; a commit escapes the real message to a
+  live master (``services.acting.escape``) and a rollback or discard only resolves the table:
+  a slave writes no op to its own log.  The checkpoint is written after every resolution, and
+  :meth:`start_acting` opens a new state version so a returning master adopts it.
 """
 from __future__ import annotations
 
@@ -18,14 +26,19 @@ import asyncio
 import logging
 from pathlib import Path
 
+from ha.acting.escape_target import EscapeKind
+from metadata.data_version import DataVersion
 from metadata.message import MessageDraft, Prop, StoredMessage
+from metadata.replica_metadata import Adopt, Adoption, SyncDirection, VersionedDocument, decide_adoption
 from metadata.status import Code, RequestRejected
 from scheduler.transaction_check import HALF_TOPIC, OP_TOPIC, CheckKind, EndRejection, Resolution, TransactionTable
+from services.acting.escape import EscapedItem, EscapeFailed
 from services.broker.api import TransactionCheck, TransactionCheckSink
 from services.broker.config import BrokerConfig
 from services.broker.config_files import read_document, write_document
 from services.broker.internal_put import put_retrying
 from services.broker.system_log import op_body, parse_op, scan
+from store.errors import StoreError
 
 log = logging.getLogger(__name__)
 CHECKPOINT_FILE = "transactionCheckpoint.json"
@@ -61,11 +74,16 @@ class TransactionService:
         self.config, self.store, self.clock, self.sink = config, store, clock, sink
         self.path = config_dir / CHECKPOINT_FILE
         self.table = TransactionTable(RESOLVED_MAX)
+        self.data_version = DataVersion()
+        self._versioned_document: dict | None = None
         self._end_lock = asyncio.Lock()
+        self.bridge = None  # services.acting.escape.EscapeBridge while this slave acts
 
     def recover(self) -> None:
         document = read_document(self.path, lambda doc: doc)
         self.table = TransactionTable.from_document(document, RESOLVED_MAX) if document else TransactionTable(RESOLVED_MAX)
+        self.data_version = DataVersion.from_json((document or {}).get("dataVersion", {}), "transaction dataVersion")
+        self._versioned_document = self.table.to_document()
         self.catch_up()
 
     def catch_up(self) -> None:
@@ -82,9 +100,40 @@ class TransactionService:
         self.table.half_offset = scan(self.store, HALF_TOPIC, self.table.half_offset, add)
         self.table.op_offset = scan(self.store, OP_TOPIC, self.table.op_offset, resolve)
 
-    def persist(self) -> None:
+    def versioned_checkpoint(self) -> VersionedDocument:
+        """The caught-up table document, its DataVersion bumped first if the table changed."""
         self.catch_up()
-        write_document(self.path, self.table.to_document())
+        document = self.table.to_document()
+        if document != self._versioned_document:
+            self.data_version = self.data_version.next_version(self.clock.now_ms())
+            self._versioned_document = document
+        return VersionedDocument(self.data_version, document)
+
+    def persist(self) -> None:
+        checkpoint = self.versioned_checkpoint()
+        write_document(self.path, {**checkpoint.document, "dataVersion": checkpoint.data_version.to_json()})
+
+    def adopt_checkpoint(self, remote: VersionedDocument, direction: SyncDirection) -> Adoption:
+        """Take a peer's checkpoint with its DataVersion when ``decide_adoption`` says so."""
+        decision = decide_adoption(self.versioned_checkpoint().data_version, remote.data_version, direction)
+        if isinstance(decision, Adopt):
+            table = TransactionTable.from_document(remote.document, RESOLVED_MAX)
+            document = table.to_document()
+            write_document(self.path, {**document, "dataVersion": remote.data_version.to_json()})
+            self.table, self.data_version, self._versioned_document = table, remote.data_version, document
+            self.catch_up()
+        return decision
+
+    def start_acting(self, bridge) -> None:
+        self.catch_up()
+        self.bridge = bridge
+        self.data_version = self.data_version.next_version(self.clock.now_ms(), self.data_version.state_version + 1)
+        self._versioned_document = self.table.to_document()
+        self.persist()
+
+    def stop_acting(self) -> None:
+        self.bridge = None
+        self.persist()
 
     async def prepare(self, draft: MessageDraft) -> tuple[StoredMessage, str]:
         stored = (await self.store.put([half_draft(draft)]))[0]
@@ -99,6 +148,14 @@ class TransactionService:
             raise RequestRejected(Code.INVALID_TRANSACTION_ID, f"no transaction {txid!r} for message {message_id} in topic {topic}")
         return half
 
+    def holds(self, topic: str, message_id: str, txid: str) -> bool:
+        """This broker's log has the half message ``txid`` names (an EndTransaction is for it)."""
+        try:
+            self._half(topic, message_id, txid)
+        except RequestRejected:
+            return False
+        return True
+
     async def end(self, topic: str, message_id: str, txid: str, commit: bool) -> None:
         async with self._end_lock:
             half = self._half(topic, message_id, txid)
@@ -112,16 +169,49 @@ class TransactionService:
             await self._resolve(half, resolution)
 
     async def _resolve(self, half: StoredMessage, resolution: Resolution) -> None:
-        op = MessageDraft(OP_TOPIC, 0, op_body(o=half.queue_offset, k=resolution.value), self.clock.now_ms())
-        drafts = [real_draft(half), op] if resolution is Resolution.COMMIT else [op]
-        await put_retrying(self.store, drafts, self.config.internal_put_retries, self.config.internal_put_retry_backoff_ms,
-                           f"transaction {resolution.name.lower()}")
+        """Write the resolution (on an acting slave: escape a commit), then apply it; a failed
+        write keeps it decided (checkpointed) and raises a status the producer may retry."""
+        try:
+            if self.bridge is not None:
+                if resolution is Resolution.COMMIT:
+                    item = EscapedItem(f"{self.config.broker_name}:tx:{half.queue_offset}", EscapeKind.TRANSACTION,
+                                       real_draft(half))
+                    await self.bridge.escape(EscapeKind.TRANSACTION, item.draft.topic, [item])
+            else:
+                op = MessageDraft(OP_TOPIC, 0, op_body(o=half.queue_offset, k=resolution.value), self.clock.now_ms())
+                drafts = [real_draft(half), op] if resolution is Resolution.COMMIT else [op]
+                await put_retrying(self.store, drafts, self.config.internal_put_retries,
+                                   self.config.internal_put_retry_backoff_ms, f"transaction {resolution.name.lower()}")
+        except (StoreError, RequestRejected, EscapeFailed) as failure:
+            self.table.decide(half.queue_offset, resolution)
+            self.persist()
+            raise RequestRejected(Code.HA_NOT_AVAILABLE, f"transaction {transaction_id(half.queue_offset, half.message_id)}: "
+                                  f"{resolution.name.lower()} kept but not written yet ({failure}); it is retried "
+                                  "until written") from failure
         self.table.resolve(half.queue_offset, resolution)
+        if self.bridge is not None:
+            self.persist()
+
+    async def _retry_decided(self) -> int:
+        """Write the resolutions kept after a failed write; the ones that fail again stay kept."""
+        written = 0
+        for offset, resolution in list(self.table.decided.items())[:self.config.timer_batch_max]:
+            result = self.store.get(HALF_TOPIC, 0, offset, 1)
+            if not result.messages or result.messages[0].queue_offset != offset:
+                self.table.resolve(offset, Resolution.DISCARD)
+                continue
+            try:
+                await self._resolve(result.messages[0], resolution)
+                written += 1
+            except RequestRejected as failure:
+                log.debug("%s", failure)
+        return written
 
     async def check(self) -> int:
         """One scan: push checks for orphaned halves, discard the ones out of checks."""
         async with self._end_lock:
             self.catch_up()
+            await self._retry_decided()
             now = self.clock.now_ms()
             actions = self.table.decide_checks(now, self.config.transaction_check_max, self.config.timer_batch_max)
             for action in actions:
@@ -133,10 +223,17 @@ class TransactionService:
                     if half is None:
                         self.table.resolve(action.half.offset, Resolution.DISCARD)
                     else:
-                        await self._resolve(half, Resolution.DISCARD)
+                        await self._discard(half)
                     continue
                 view = half.__class__(real_draft(half), half.commit_offset, half.size, half.queue_offset, half.store_timestamp_ms)
                 pushed = self.sink.push_transaction_check(TransactionCheck(action.half.topic, action.half.transaction_id, view))
                 log.debug("transaction check %s pushed=%s", action.half.transaction_id, pushed)
                 self.table.checked(action.half.offset, now, self.config.transaction_check_interval_ms)
             return len(actions)
+
+    async def _discard(self, half: StoredMessage) -> None:
+        try:
+            await self._resolve(half, Resolution.DISCARD)
+        except RequestRejected as failure:  # kept as decided: the next run writes it
+            log.warning("%s", failure)
+

@@ -57,6 +57,11 @@ class BrokerReplica:
         self._changed.set()
         self._changed = asyncio.Event()
 
+    def notify_changed(self) -> None:
+        """Something else about who serves this group's clients changed (a slave started or
+        stopped acting for its absent master): wake the calls held on this replica."""
+        self._notify()
+
     async def wait_changed(self, timeout_s: float) -> None:
         """Return at the next change, or after ``timeout_s``."""
         waiter = asyncio.ensure_future(self._changed.wait())
@@ -85,6 +90,12 @@ class BrokerReplica:
         if self.role is not Role.SLAVE or slave is None or not slave.connected_to:
             return None
         return slave.master_client_endpoint or None
+
+    @property
+    def copying_from_master(self) -> bool:
+        """A SLAVE whose replication is connected to a master now (acting master: such a slave
+        never acts, whatever the nameserver says)."""
+        return self.role is Role.SLAVE and self.slave is not None and bool(self.slave.connected_to)
 
     @property
     def broker_id(self) -> int:

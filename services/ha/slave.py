@@ -163,7 +163,10 @@ class ReplicationSlave:
 
     async def _locate(self, address: str) -> tuple[str, int]:
         """The master container's replication port for this group (HaService.Locate)."""
-        async with grpc.aio.insecure_channel(address) as channel:
+        # a subchannel of its own: gRPC shares subchannels between channels to one address, and a
+        # shared one that failed for a while (the master was down) waits out its reconnect backoff
+        # (seconds) before it tries again, though the master is back
+        async with grpc.aio.insecure_channel(address, options=[("grpc.use_local_subchannel_pool", 1)]) as channel:
             reply = await pb_grpc.HaServiceStub(channel).Locate(pb.LocateRequest(broker_name=self.name),
                                                                 timeout=self.config.ha_connect_timeout_ms / 1000)
         if not 0 < reply.ha_port < 65536:

@@ -10,11 +10,14 @@ Rules:
   serves it (the master when both master and slave of a group are here).
 - When the nameserver cannot be reached, the container answers routes from its own masters
   rather than failing the client.
+- A send no local master takes is refused with why: a slave acting for its absent master
+  (RIP-32) is named as read-only, so the client's error says where to send instead.
 - Pure: views of the local brokers in, a choice out.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from typing import Callable, Sequence
 
 from services.broker.api import QueueRoute
@@ -31,6 +34,7 @@ class LocalBroker:
     is_master: bool
     auto_create_topics: bool
     topic: Callable[[str], "TopicConfig | None"]   # the broker's config of a topic, None when unknown
+    acting: bool = False  # a slave acting for its absent master
 
 
 def broker_for_send(brokers: Sequence[LocalBroker], topic: str, pinned: str | None = None) -> int | None:
@@ -43,6 +47,21 @@ def broker_for_send(brokers: Sequence[LocalBroker], topic: str, pinned: str | No
         if broker.auto_create_topics:
             return index
     return None
+
+
+class NoMaster(str, Enum):
+    ACTING_SLAVE = "ACTING_SLAVE"  # a slave acting for its absent master serves the topic here: read-only
+    NOT_SERVED = "NOT_SERVED"
+
+
+def no_master_reason(brokers: Sequence[LocalBroker], topic: str, pinned: str | None = None) -> tuple[NoMaster, str]:
+    """Why no local master takes a send of ``topic`` (:func:`broker_for_send` found none), and the words."""
+    for broker in brokers:
+        if broker.acting and (pinned is None or broker.name == pinned) and broker.topic(topic) is not None:
+            return NoMaster.ACTING_SLAVE, (f"broker {broker.name} is served here by a slave acting for its absent "
+                                           f"master: read-only (reads and receives only); send {topic} to another "
+                                           "broker of the topic")
+    return NoMaster.NOT_SERVED, f"no broker of topic {topic} is served here"
 
 
 def broker_named(brokers: Sequence[LocalBroker], name: str) -> int | None:

@@ -13,8 +13,10 @@ listens there.  Every replica therefore listens, and each call is decided when i
   ``HaService.Locate`` answered); streams (ReceiveMessage, Telemetry) are relayed as streams.
   A unary relay still waiting when this replica becomes master (the old master stopped
   answering) is cancelled and served here;
-* neither (the master just died, an election is running, the replica has no role yet): the
-  call is held until the replica becomes master or connects to a new master, at most
+* it is a slave acting for its absent master (RIP-32): the call is served here, by the same
+  pinned servicer, which serves reads and receives and refuses writes with a clear status;
+* none of these (the master just died, an election is running, the replica has no role yet):
+  the call is held until the replica becomes master, acts, or connects to a new master, at most
   ``brokerEndpointHoldMillis`` and never past the caller's deadline; then it is served
   here, which answers with a status the client retries (HA_NOT_AVAILABLE).
 
@@ -50,8 +52,8 @@ class Relays:
 
     def channel(self, address: str) -> grpc.aio.Channel:
         channel = self._channels.get(address)
-        if channel is None:
-            channel = grpc.aio.insecure_channel(address, options=self._options)
+        if channel is None:  # a master that comes back is reached within a second, not gRPC's up to 2 minutes
+            channel = grpc.aio.insecure_channel(address, options=[*self._options, ("grpc.max_reconnect_backoff_ms", 1000)])
             self._channels[address] = channel
         return channel
 
@@ -70,8 +72,10 @@ class BrokerPortHandler(grpc.GenericRpcHandler):
     servicer's handlers (with their (de)serializers)."""
 
     def __init__(self, replica, local: dict[str, grpc.RpcMethodHandler], relays: Relays, hold_ms: int,
-                 now_s: Callable[[], float]):
+                 now_s: Callable[[], float], acting: Callable[[], bool] = lambda: False):
+        """``acting()``: the broker is a slave acting for its absent master now."""
         self.replica, self.local, self.relays, self.hold_ms, self._now_s = replica, local, relays, hold_ms, now_s
+        self.acting = acting
 
     def service(self, handler_call_details):
         method = handler_call_details.method
@@ -96,6 +100,8 @@ class BrokerPortHandler(grpc.GenericRpcHandler):
             endpoint = replica.relay_endpoint()
             if endpoint:
                 return endpoint
+            if self.acting():
+                return LOCAL
             left = deadline - self._now_s()
             if left <= 0:
                 return LOCAL

@@ -386,3 +386,34 @@ def recall(request, config: MessagingConfig) -> tuple[str, str]:
 
 def topic_and_group(request) -> tuple[str, str]:
     return topic_name(request.topic), group_name(request.group)
+
+
+# ---------------------------------------------------- master-only reads
+
+
+OFFSET_POLICIES = {0: "BEGINNING", 1: "END", 2: "TIMESTAMP"}  # QueryOffsetPolicy
+
+
+def query_offset(request) -> tuple[str, str, int, str, int | None]:
+    """(broker name, topic, queue id, policy, timestamp ms or None) of a QueryOffset."""
+    if not request.HasField("message_queue"):
+        raise reject(Code.BAD_REQUEST, "QueryOffset needs a message_queue")
+    topic = topic_name(request.message_queue.topic)
+    broker = request.message_queue.broker.name
+    if not broker or not is_valid_topic_name(broker):
+        raise reject(Code.BAD_REQUEST, f"message_queue.broker.name {broker[:200]!r} is not a broker name")
+    queue_id = request.message_queue.id
+    if queue_id < 0:
+        raise reject(Code.BAD_REQUEST, f"message_queue.id {queue_id} is negative")
+    policy = OFFSET_POLICIES.get(request.query_offset_policy)
+    if policy is None:
+        raise reject(Code.BAD_REQUEST, f"query_offset_policy {request.query_offset_policy} is not BEGINNING, END or TIMESTAMP")
+    timestamp = None
+    if policy == "TIMESTAMP":
+        if not request.HasField("timestamp"):
+            raise reject(Code.BAD_REQUEST, "query_offset_policy TIMESTAMP needs a timestamp")
+        timestamp = timestamp_ms(request.timestamp)
+        if timestamp < 0:
+            raise reject(Code.BAD_REQUEST, "timestamp is before 1970")
+    return broker, topic, queue_id, policy, timestamp
+

@@ -99,7 +99,7 @@ class _MethodHandlers:
 
 def add_broker_port(server: grpc.aio.Server, replica, directory: BrokerDirectory, config: MessagingConfig, clock,
                     registry: ClientRegistry, relays: Relays, accounts: Accounts | None = None,
-                    guard: RequestGuard | None = None) -> None:
+                    guard: RequestGuard | None = None, acting=lambda: False) -> None:
     """One broker's own endpoint (services.messaging.broker_port): ``directory`` is pinned to
     the broker; ``registry`` is the container's (Telemetry streams on any endpoint reach it).
     Calls served here parse their requests behind the same guard as the client endpoint."""
@@ -109,5 +109,5 @@ def add_broker_port(server: grpc.aio.Server, replica, directory: BrokerDirectory
     guard, answers = guard or RequestGuard(), bad_request_answers()
     local = {path: guard_method(path, method, guard, answers.get(path), _bad_command)
              for path, method in collected.handlers.items()}
-    handler = BrokerPortHandler(replica, local, relays, config.broker_endpoint_hold_ms, time.monotonic)
+    handler = BrokerPortHandler(replica, local, relays, config.broker_endpoint_hold_ms, time.monotonic, acting)
     server.add_generic_rpc_handlers((handler, _metrics_sink()))

@@ -40,6 +40,7 @@ from proto import messaging_service_pb2_grpc as service_grpc
 from services import metrics
 from services.broker.api import BrokerApi, BrokerDirectory, GroupSettings, QueueRoute
 from services.messaging import converters, responses
+from services.messaging.broker_choice import NoMaster
 from services.messaging.client_registry import ClientRegistry
 from services.messaging.config import MessagingConfig
 from services.messaging.telemetry import serve_telemetry
@@ -111,7 +112,10 @@ class MessagingService(service_grpc.MessagingServiceServicer):
     def _master(self, topic: str) -> BrokerApi:
         broker = self._directory.local_master_for_topic(topic)
         if broker is None:
-            raise RequestRejected(Code.TOPIC_NOT_FOUND, f"no broker of topic {topic} is served here")
+            explain = getattr(self._directory, "no_master_reason", None)
+            reason, detail = explain(topic) if explain is not None else (NoMaster.NOT_SERVED,
+                                                                        f"no broker of topic {topic} is served here")
+            raise RequestRejected(Code.FORBIDDEN if reason is NoMaster.ACTING_SLAVE else Code.TOPIC_NOT_FOUND, detail)
         return broker
 
     def _broker_named(self, name: str) -> BrokerApi:
@@ -211,7 +215,10 @@ class MessagingService(service_grpc.MessagingServiceServicer):
     async def _end_transaction(self, request, client, context):
         end = converters.end_transaction(request, self._config)
         if end.commit is not None:
-            await self._master(end.topic).end_transaction(end.topic, end.message_id, end.transaction_id, end.commit, end.from_check)
+            holder = getattr(self._directory, "broker_for_transaction", None)
+            broker = holder(end.topic, end.message_id, end.transaction_id) if holder is not None else None
+            broker = broker or self._master(end.topic)
+            await broker.end_transaction(end.topic, end.message_id, end.transaction_id, end.commit, end.from_check)
         return service.EndTransactionResponse(status=responses.OK)
 
     async def RecallMessage(self, request, context):
@@ -334,7 +341,14 @@ class MessagingService(service_grpc.MessagingServiceServicer):
         return service.GetOffsetResponse(status=_not_implemented("GetOffset"))
 
     async def QueryOffset(self, request, context):
-        return service.QueryOffsetResponse(status=_not_implemented("QueryOffset"))
+        return await self._answer("QueryOffset", service.QueryOffsetResponse, self._query_offset, request, context)
+
+    async def _query_offset(self, request, client, context):
+        """A queue's min or max offset, or its offset at a time: a master's read, which a slave
+        acting for its absent master answers too (RIP-32)."""
+        name, topic, queue_id, policy, timestamp = converters.query_offset(request)
+        offset = await self._broker_named(name).query_offset(topic, queue_id, policy, timestamp)
+        return service.QueryOffsetResponse(status=responses.OK, offset=offset)
 
     async def SyncLiteSubscription(self, request, context):
         return service.SyncLiteSubscriptionResponse(status=_not_implemented("SyncLiteSubscription"))

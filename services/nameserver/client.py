@@ -17,6 +17,7 @@ from typing import Any
 import grpc
 
 from metadata.data_version import DataVersion
+from metadata.member_group import BrokerMemberGroup
 from metadata.route_types import BrokerIdentity, TopicRoute
 from metadata.topic_config import TopicTable
 from proto import nameserver_pb2 as pb
@@ -157,4 +158,9 @@ class NameserverClient:
                           m.topic_count, g.enable_acting_master, m.tls_client_endpoint,
                           m.broker_endpoint)
             for g in reply.groups for m in g.members)
+
+    async def broker_member_group(self, broker_name: str, cluster: str = "") -> BrokerMemberGroup:
+        """The group's live members, from the first nameserver that answers (upstream asks one)."""
+        request = pb.NameserverGetBrokerMemberGroupRequest(cluster=cluster, broker_name=broker_name)
+        return conv.member_group_from_proto(await self._first("GetBrokerMemberGroup", request))
 

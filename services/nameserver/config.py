@@ -26,6 +26,12 @@ class NamesrvConfig:
         doc="liveness timeout of a registration that carries none (RocketMQ's DEFAULT_BROKER_CHANNEL_EXPIRED_TIME)")
     support_acting_master: bool = config_field("supportActingMaster", False,
                                                doc="rewrite routes of master-less acting groups (reference 2.3)")
+    notify_min_broker_id_changed: bool = config_field(
+        "notifyMinBrokerIdChanged", False,
+        doc="push a group's new smallest broker id to its members at once (acting master); they poll otherwise")
+    notify_min_broker_id_timeout_ms: int = config_field(
+        "notifyMinBrokerIdTimeoutMillis", 300, unit="ms", minimum=10, maximum=60_000,
+        doc="deadline of one min-id push to a broker (upstream's 300 ms one-way) (ours)")
     enable_controller_in_namesrv: bool = config_field("enableControllerInNamesrv", False,
                                                       doc="run the controller inside the nameserver process")
     max_brokers: int = config_field("namesrvMaxBrokers", 10_000, minimum=1, maximum=1_000_000,

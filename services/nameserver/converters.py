@@ -11,6 +11,7 @@ Rules:
 from __future__ import annotations
 
 from metadata.data_version import DataVersion
+from metadata.member_group import BrokerMemberGroup
 from metadata.names import is_valid_topic_name
 from metadata.route_types import BrokerAddress, BrokerIdentity, BrokerRoute, ClusterInfo, QueueData, TopicRoute
 from metadata.topic_config import TopicConfig, TopicConfigError, TopicTable
@@ -159,3 +160,23 @@ def cluster_info_to_proto(info: ClusterInfo) -> pb.NameserverGetClusterInfoRespo
         groups.append(pb.NameserverBrokerGroup(cluster=group.cluster, broker_name=group.broker_name, members=members,
                                                enable_acting_master=group.enable_acting_master))
     return pb.NameserverGetClusterInfoResponse(groups=groups)
+
+
+def member_group_request_from_proto(request: pb.NameserverGetBrokerMemberGroupRequest) -> tuple[str, str]:
+    """(cluster or "", broker name), both checked."""
+    if request.cluster and not is_valid_topic_name(request.cluster):
+        raise BadNameserverRequest(f"cluster: {request.cluster!r} must match [%|a-zA-Z0-9_-]+ (1 to 127 characters)")
+    if not is_valid_topic_name(request.broker_name):
+        raise BadNameserverRequest(f"broker_name: {request.broker_name!r} must match [%|a-zA-Z0-9_-]+ (1 to 127 characters)")
+    return request.cluster, request.broker_name
+
+
+def member_group_to_proto(group: BrokerMemberGroup, acting: bool) -> pb.NameserverGetBrokerMemberGroupResponse:
+    return pb.NameserverGetBrokerMemberGroupResponse(
+        cluster=group.cluster, broker_name=group.broker_name, enable_acting_master=acting,
+        members=[pb.NameserverBrokerMemberGroupMember(broker_id=i, address=a) for i, a in group.members.items()])
+
+
+def member_group_from_proto(reply: pb.NameserverGetBrokerMemberGroupResponse) -> BrokerMemberGroup:
+    return BrokerMemberGroup(reply.cluster, reply.broker_name, {m.broker_id: m.address for m in reply.members})
+

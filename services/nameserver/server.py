@@ -58,6 +58,8 @@ class NameserverHandle:
         self._stopped = True
         STATUS.remove(self.metrics_source)
         await self.tasks.stop()
+        if self.driver.notifier is not None:
+            await self.driver.notifier.close()
         if self.controller is not None and hasattr(self.controller, "stop"):
             result = self.controller.stop()
             if inspect.isawaitable(result):

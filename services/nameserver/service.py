@@ -17,13 +17,15 @@ from typing import Any, Callable
 import grpc
 
 from metadata.route_table import RouteTable, RouteTableOptions
-from metadata.route_types import BrokerRemoved, Decision, Rejected, RouteRejection
+from metadata.member_group import BrokerMemberGroup, decide_min_id_notice
+from metadata.route_types import BrokerRegistered, BrokerRemoved, Decision, Rejected, RouteEvent, RouteRejection
 from proto import nameserver_pb2 as pb
 from proto import nameserver_pb2_grpc as pb_grpc
 from scheduler.clock import Clock
 from services import metrics
 from services.nameserver import converters as conv
 from services.nameserver.config import NamesrvConfig
+from services.nameserver.notifier import MinBrokerIdNotifier
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +77,7 @@ class NameserverDriver:
     def __init__(self, config: NamesrvConfig, clock: Clock):
         self.config = config
         self.clock = clock
+        self.notifier = MinBrokerIdNotifier(config.notify_min_broker_id_timeout_ms) if config.notify_min_broker_id_changed else None
         self.table = RouteTable(RouteTableOptions(
             default_heartbeat_timeout_ms=config.broker_channel_expired_time_ms,
             support_acting_master=config.support_acting_master,
@@ -84,14 +87,33 @@ class NameserverDriver:
     def execute(self, decision: Decision) -> Any:
         if isinstance(decision.reply, Rejected):
             raise RouteRejected(decision.reply)
+        groups = {_group_of(e) for e in decision.events if isinstance(e, (BrokerRegistered, BrokerRemoved))}
+        before = {g: (self.table.member_group(g[1], g[0]), self.table.acting_enabled(*g)) for g in groups}
         for event in decision.events:
             if isinstance(event, BrokerRemoved):
                 log.info("nameserver: %s left the route (%s)", event.identity.canonical_name, event.reason.value)
             self.table.apply(event)
+        for group, (members, acting) in sorted(before.items()):
+            self._maybe_notify(members, acting)
         return decision.reply
+
+    def _maybe_notify(self, before: BrokerMemberGroup, acting_before: bool) -> None:
+        """Push the group's new smallest id to its members when it changed (notifyMinBrokerIdChanged)."""
+        if self.notifier is None:
+            return
+        after = self.table.member_group(before.broker_name, before.cluster)
+        acting = acting_before or self.table.acting_enabled(before.cluster, before.broker_name)
+        notice = decide_min_id_notice(before, after, acting)
+        if notice is not None:
+            self.notifier.push(notice)
 
     def scan_not_active(self) -> None:
         self.execute(self.table.scan_not_active(self.clock.now_ms()))
+
+
+def _group_of(event: RouteEvent) -> tuple[str, str]:
+    identity = event.registration.identity if isinstance(event, BrokerRegistered) else event.identity
+    return identity.cluster, identity.broker_name
 
 
 class NameserverServicer(pb_grpc.NameserverServiceServicer):
@@ -139,3 +161,9 @@ class NameserverServicer(pb_grpc.NameserverServiceServicer):
     @_rpc
     def GetClusterInfo(self, request: pb.NameserverGetClusterInfoRequest) -> pb.NameserverGetClusterInfoResponse:
         return conv.cluster_info_to_proto(self.driver.table.cluster_info())
+
+    @_rpc
+    def GetBrokerMemberGroup(self, request: pb.NameserverGetBrokerMemberGroupRequest) -> pb.NameserverGetBrokerMemberGroupResponse:
+        cluster, broker_name = conv.member_group_request_from_proto(request)
+        group = self.driver.table.member_group(broker_name, cluster)
+        return conv.member_group_to_proto(group, self.driver.table.acting_enabled(group.cluster, broker_name))

@@ -200,9 +200,36 @@ def test_unused_rpcs_answer_not_implemented():
     async def body(stub, handle):
         assert (await stub.UpdateOffset(s.UpdateOffsetRequest(), metadata=meta())).status.code == d.NOT_IMPLEMENTED
         assert (await stub.GetOffset(s.GetOffsetRequest(), metadata=meta())).status.code == d.NOT_IMPLEMENTED
-        assert (await stub.QueryOffset(s.QueryOffsetRequest(), metadata=meta())).status.code == d.NOT_IMPLEMENTED
         pulled = [r async for r in stub.PullMessage(s.PullMessageRequest(), metadata=meta())]
         assert [r.status.code for r in pulled] == [d.NOT_IMPLEMENTED]
+    run(_with_stub(body))
+
+
+def test_query_offset_answers_min_max_and_by_time_and_refuses_bad_requests():
+    async def body(stub, handle):
+        for index in range(3):
+            sent = await stub.SendMessage(s.SendMessageRequest(messages=[message(body=b"x%d" % index)]), metadata=meta())
+            assert sent.status.code == d.OK
+        ends = []  # the fake broker round-robins over 4 queues
+        for queue_id in range(4):
+            request = s.QueryOffsetRequest(message_queue=queue("normal", handle.port, qid=queue_id), query_offset_policy=d.END)
+            ends.append((await stub.QueryOffset(request, metadata=meta())).offset)
+        assert sum(ends) == 3
+        begin = await stub.QueryOffset(s.QueryOffsetRequest(message_queue=queue("normal", handle.port, qid=0),
+                                                            query_offset_policy=d.BEGINNING), metadata=meta())
+        assert begin.status.code == d.OK and begin.offset == 0
+        late = s.QueryOffsetRequest(message_queue=queue("normal", handle.port, qid=0), query_offset_policy=d.TIMESTAMP)
+        late.timestamp.FromMilliseconds(2**41)
+        assert (await stub.QueryOffset(late, metadata=meta())).offset == ends[0]
+        bad = [s.QueryOffsetRequest(),  # no queue
+               s.QueryOffsetRequest(message_queue=queue("normal", handle.port, qid=0), query_offset_policy=d.TIMESTAMP),
+               s.QueryOffsetRequest(message_queue=queue("normal", handle.port, qid=-1), query_offset_policy=d.END),
+               s.QueryOffsetRequest(message_queue=queue("normal", handle.port, broker="bad name!", qid=0)),
+               s.QueryOffsetRequest(message_queue=queue("normal", handle.port, qid=0), query_offset_policy=7)]
+        for request in bad:
+            assert (await stub.QueryOffset(request, metadata=meta())).status.code == d.BAD_REQUEST, request
+        unknown = s.QueryOffsetRequest(message_queue=queue("nope", handle.port, qid=0), query_offset_policy=d.END)
+        assert (await stub.QueryOffset(unknown, metadata=meta())).status.code == d.TOPIC_NOT_FOUND
     run(_with_stub(body))
 
 

@@ -18,17 +18,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 STEADY = Path(__file__).resolve().parent / "official_client" / "steady.py"
+ACTING = Path(__file__).resolve().parent / "official_client" / "acting.py"
 
 
 class Client:
     """One steady.py process; its events accumulate in ``events``."""
 
-    def __init__(self, *args: str, log_path: Path):
-        """stderr goes to ``log_path``, the events also to ``log_path`` + ``.events`` (post-mortems)."""
+    def __init__(self, *args: str, log_path: Path, script: Path = STEADY):
+        """stderr goes to ``log_path``, the events also to ``log_path`` + ``.events`` (post-mortems);
+        ``script``: the official-client script (steady.py, or official_client/acting.py)."""
         self.events: list[dict] = []
         self._lock = threading.Lock()
         self._tee = open(str(log_path) + ".events", "a")
-        self.process = subprocess.Popen([sys.executable, str(STEADY), *args], stdout=subprocess.PIPE,
+        self.process = subprocess.Popen([sys.executable, str(script), *args], stdout=subprocess.PIPE,
                                         stderr=open(log_path, "ab"), text=True)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()

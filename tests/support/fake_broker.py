@@ -259,6 +259,16 @@ class FakeBroker:
         del self._inflight[receipt_handle]
         self._to_dlq(group, flight.message)
 
+    async def query_offset(self, topic, queue_id, policy, timestamp_ms):
+        if topic not in self.topics:
+            raise RequestRejected(Code.TOPIC_NOT_FOUND, f"topic {topic} does not exist")
+        log = self._logs.get((topic, queue_id), [])
+        if policy == "BEGINNING":
+            return 0
+        if policy == "END":
+            return len(log)
+        return next((m.queue_offset for m in log if m.store_timestamp_ms >= timestamp_ms), len(log))
+
     def group_settings(self, group: str) -> GroupSettings:
         return self._group_settings(group)
 

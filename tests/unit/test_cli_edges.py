@@ -104,3 +104,16 @@ def test_timestamps():
     assert timestamp_ms("2024-05-01T12:00:00") == int(local)
     assert timestamp_ms("2024-05-01#12:00:00:000") == int(local)
     assert timestamp_ms("2024-05-01T12:00:00+00:00") == 1_714_564_800_000
+
+
+def test_broker_member_group_needs_a_valid_broker_name(capsys):
+    assert "--broker" in refused(capsys, "admin", "broker-member-group")
+    assert "bad name!" in refused(capsys, "admin", "broker-member-group", "--broker", "bad name!")
+    assert "bad cluster" in refused(capsys, "admin", "broker-member-group", "-b", "broker-a", "-c", "bad cluster")
+    args = parse("admin", "getBrokerMemberGroup", "-b", "broker-a", "--json")
+    assert (args.broker, args.cluster, args.json) == ("broker-a", None, True)
+
+
+def test_broker_member_group_of_an_unreachable_nameserver_is_one_line(capsys):
+    code = main(["admin", "broker-member-group", "-b", "broker-a", "-n", "127.0.0.1:1", "--timeout-ms", "500"])
+    assert code == 1 and "cannot reach" in capsys.readouterr().err

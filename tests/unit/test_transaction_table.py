@@ -35,3 +35,20 @@ def test_checkpoint_round_trip():
     table.resolve(1, Resolution.ROLLBACK)
     again = TransactionTable.from_document(table.to_document(), 10)
     assert again.pending == table.pending and again.resolved == table.resolved
+
+
+def test_a_decided_resolution_is_never_checked_nor_discarded_and_survives_a_restart():
+    """Upstream #7709: a commit whose write failed on a quorum shortfall was re-checked, then discarded."""
+    table = TransactionTable()
+    table.add_half(0, "T", "tx", store_ms=0, timeout_ms=0)
+    table.checked(0, 0, 1)  # checked once, already at the limit of one check
+    table.decide(0, Resolution.COMMIT)  # the producer said COMMIT; the write failed
+    assert table.decide_checks(10**9, check_max=1, limit=10) == []  # no check, no DISCARD
+    assert table.decide_end(0, commit=True) is None  # the client's retry commits again
+    assert table.decide_end(0, commit=False) is EndRejection.ALREADY_RESOLVED_OTHERWISE
+    again = TransactionTable.from_document(table.to_document(), 10)
+    assert again.decided == {0: Resolution.COMMIT}
+    again.resolve(0, Resolution.COMMIT)  # the retried write succeeded
+    assert again.decided == {} and again.decide_end(0, True) is Resolution.COMMIT
+    table.decide(7, Resolution.COMMIT)  # unknown halves are not decided
+    assert 7 not in table.decided

@@ -11,12 +11,13 @@ Rules (reference section 3 and 2.5):
   change nothing.  Only a MASTER reply with broker id 0 and the slave's own broker name is
   adopted (:func:`check_master_reply`).
 - ``REVERSE`` (pre-online, ``syncMetadataReverse``): a returning master adopts a slave's
-  table when ``master.compare(slave) <= 0`` (ties adopt, harmless).
+  table by the one pre-online rule, ``metadata.pre_online_merge`` (``master.compare(slave)
+  <= 0``: ties adopt, harmless).
 - Topics: the remote table replaces the local one, except that local system topics the
   remote table lacks are kept (a replica's own retry/DLQ/internal topics stay usable).
 - Consumer offsets: ``FROM_MASTER`` copies the master's table as it is (a slave commits no
   offsets of its own); ``REVERSE`` replaces per ``topic@group`` key and keeps keys only the
-  local table has (RocketMQ's ``putAll``).
+  local table has (RocketMQ's ``putAll``; ``pre_online_merge.merge_offsets``).
 Pure: no clock, no I/O; rejections are named reasons.
 """
 from __future__ import annotations
@@ -27,12 +28,14 @@ from types import MappingProxyType
 from typing import Any, Mapping, Union
 
 from metadata.consumer_offsets import ConsumerOffsetTable
-from metadata.data_version import DataVersion, reverse_sync_adopts
+from metadata.data_version import DataVersion
+from metadata.pre_online_merge import merge_offsets, plan_merge
 from metadata.names import is_system_topic
 from metadata.subscription_group import SubscriptionGroupTable
 from metadata.topic_config import TopicTable
 
 MASTER_ID = 0
+_LOCAL, _REMOTE = 0, 1  # a returning master (the local replica) merging one peer's copy
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,7 @@ def decide_adoption(local: DataVersion, remote: DataVersion,
                     direction: SyncDirection = SyncDirection.FROM_MASTER) -> Adoption:
     """Whether a replica replaces its table by the remote one (which then brings its version)."""
     if direction is SyncDirection.REVERSE:
-        if reverse_sync_adopts(local, remote):
+        if plan_merge(_LOCAL, {_LOCAL: local, _REMOTE: remote}).adopts(_REMOTE):
             return Adopt(AdoptReason.REMOTE_NOT_OLDER, local, remote)
         return Keep(KeepReason.LOCAL_NEWER, local, remote)
     if local == remote:
@@ -127,7 +130,8 @@ def adopted_topics(local: TopicTable, remote: TopicTable) -> TopicTable:
 
 def adopted_offsets(local: ConsumerOffsetTable, remote: ConsumerOffsetTable,
                     direction: SyncDirection = SyncDirection.FROM_MASTER) -> ConsumerOffsetTable:
-    """FROM_MASTER: the remote table as it is; REVERSE: per-key replacement over the local one."""
+    """FROM_MASTER: the remote table as it is; REVERSE: the pre-online merge (per-key replacement
+    over the local table when the remote one is not older, else the local table)."""
     if direction is SyncDirection.FROM_MASTER:
         return remote
-    return ConsumerOffsetTable(remote.data_version, {**local.offsets, **remote.offsets})
+    return merge_offsets(_LOCAL, {_LOCAL: local, _REMOTE: remote})

@@ -3,11 +3,11 @@
 Rules (shared/reference/offset-diff.md, rocketmq-ha-behaviour.md section 3):
 - A replica is (broker group, broker id, role, DataVersion).  Each broker group has exactly
   one master; the others are slaves.
-- Native outcome = RocketMQ's pre-online reverse sync: the master starts from its own table
-  and version, visits the slaves in ascending broker id, and whenever
-  ``reverse_sync_adopts(current_version, slave_version)`` (ties adopt) it does
-  ``offsetTable.putAll(slaveTable)`` and takes the slave's version.  ``putAll`` is per
-  ``topic@group`` entry: a later adopted replica that has the entry replaces the whole queue
+- Native outcome = what a master's pre-online does, by the one rule of
+  ``metadata.pre_online_merge`` (which the broker's own pre-online applies too): the master
+  starts from its own table and version, visits the slaves in ascending broker id, and adopts
+  a slave's table when its current version is not newer (ties adopt), ``putAll`` per
+  ``topic@group`` entry: the last adopted replica that has the entry gives its whole queue
   map, so a queue missing from it disappears (native offset ``None``).
 - Safe outcome = per-queue maximum over the replicas that hold the queue: it never moves a
   consumer backwards relative to any replica.
@@ -30,7 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from metadata.data_version import DataVersion, reverse_sync_adopts
+from metadata.data_version import DataVersion
+from metadata.pre_online_merge import MergePlan, plan_merge
 
 ROLE_MASTER = "master"
 ROLE_SLAVE = "slave"
@@ -75,21 +76,35 @@ class Replica:
 
 @dataclass(frozen=True)
 class GroupPlan:
-    """What reverse sync does in one broker group, decided from the DataVersions alone."""
+    """What reverse sync does in one broker group, decided from the DataVersions alone: the
+    broker's own pre-online plan (``metadata.pre_online_merge``) plus who is strictly newest."""
 
     broker_group: str
-    master_id: int
-    visit_order: tuple[int, ...]  # master first, then slaves ascending
-    adopted: tuple[int, ...]  # in visit order, master first (it starts from its own table)
-    native_version: DataVersion
+    merge: MergePlan
     newest_id: int | None  # the strictly newest DataVersion, None on a tie at the top
 
     @property
+    def master_id(self) -> int:
+        return self.merge.master_id
+
+    @property
+    def visit_order(self) -> tuple[int, ...]:  # master first, then slaves ascending
+        return self.merge.visit_order
+
+    @property
+    def adopted(self) -> tuple[int, ...]:  # in visit order, master first (it starts from its own table)
+        return self.merge.adopted
+
+    @property
+    def native_version(self) -> DataVersion:
+        return self.merge.version
+
+    @property
     def native_winner(self) -> int:
-        return self.adopted[-1]
+        return self.merge.winner
 
     def adopt_rank(self, broker_id: int) -> int | None:
-        return self.adopted.index(broker_id) if broker_id in self.adopted else None
+        return self.merge.rank(broker_id)
 
 
 def default_role(broker_id: int) -> str:
@@ -114,22 +129,10 @@ def validate_replicas(replicas: Iterable[Replica]) -> dict[str, list[Replica]]:
 
 def plan_group(members: list[Replica]) -> GroupPlan:
     master = next(member for member in members if member.role == ROLE_MASTER)
-    slaves = sorted((member for member in members if member is not master), key=lambda member: member.broker_id)
-    version, adopted = master.data_version, [master.broker_id]
-    for slave in slaves:
-        if reverse_sync_adopts(version, slave.data_version):
-            version = slave.data_version
-            adopted.append(slave.broker_id)
+    merge = plan_merge(master.broker_id, {member.broker_id: member.data_version for member in members})
     top = max(member.data_version.sort_key() for member in members)
     at_top = [member.broker_id for member in members if member.data_version.sort_key() == top]
-    return GroupPlan(
-        broker_group=master.broker_group,
-        master_id=master.broker_id,
-        visit_order=(master.broker_id, *(slave.broker_id for slave in slaves)),
-        adopted=tuple(adopted),
-        native_version=version,
-        newest_id=at_top[0] if len(at_top) == 1 else None,
-    )
+    return GroupPlan(master.broker_group, merge, at_top[0] if len(at_top) == 1 else None)
 
 
 def merged_data_version(members: Iterable[Replica], now_ms: int) -> DataVersion:
@@ -159,10 +162,8 @@ class KeyDiff:
 
 def native_offset(plan: GroupPlan, key_present: Mapping[int, bool], offsets: Mapping[int, int | None]) -> int | None:
     """The last adopted replica holding the topic@group entry decides (putAll per entry)."""
-    for broker_id in reversed(plan.adopted):
-        if key_present.get(broker_id, False):
-            return offsets.get(broker_id)
-    return None
+    source = plan.merge.entry_source({broker_id for broker_id, present in key_present.items() if present})
+    return None if source is None else offsets.get(source)
 
 
 def diff_key(plan: GroupPlan, members: list[int], topic: str, group: str, queue_id: int,

@@ -198,6 +198,17 @@ class Broker:
         """A slave running its group's special services (serving receives, escaping writes)."""
         return self._acting_now
 
+    def open_state_version(self, state_version: int) -> None:
+        """Controller mode, a new master: every versioned table it may advance (consumer offsets,
+        pop state, timer checkpoint, transaction checkpoint) moves to ``state_version``, the
+        controller's master epoch, and is written -- so it is newer than any table an older
+        master wrote, whatever that master's counters say (scenario 33)."""
+        self.pop.catch_up()
+        self.pop.open_state_version(state_version)
+        self.pop.persist()
+        self.timer.open_state_version(state_version)
+        self.transactions.open_state_version(state_version)
+
     def persist(self) -> None:
         self.pop.persist()
         self.timer.persist()

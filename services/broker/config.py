@@ -33,6 +33,9 @@ class BrokerConfig:
     timer_tick_ms: int = config_field("timerTickMs", 100, minimum=1, unit="ms", doc="period of the timer service (due-message scan)")
     timer_batch_max: int = config_field("timerBatchMax", 256, minimum=1, unit="messages", doc="most due messages delivered per timer tick")
     consumer_offset_update_version_step: int = config_field("consumerOffsetUpdateVersionStep", 500, minimum=1, unit="commits", doc="offset commits per DataVersion bump")
+    delay_offset_update_version_step: int = config_field("delayOffsetUpdateVersionStep", 200, minimum=1, unit="resolutions",
+                                                         doc="delay (timer) message resolutions -- deliveries, escapes, "
+                                                             "recalls -- per DataVersion bump of the timer checkpoint")
     flush_consumer_offset_interval_ms: int = config_field("flushConsumerOffsetInterval", 5_000, minimum=1, unit="ms", doc="period of the offset + pop state snapshot")
     revive_interval_ms: int = config_field("reviveInterval", 1_000, minimum=1, unit="ms", doc="period of the scan that redelivers expired in-flight messages")
     pop_invisible_time_auto_renew_ms: int = config_field("popInvisibleTimeAutoRenewMs", 60_000, minimum=1, unit="ms", doc="invisible time of auto-renew (push consumer) receives")

@@ -12,8 +12,8 @@ Rules (reference section 3, and the lesson of upstream #9711):
   decides and writes the file first); the adopted table counts as written.
 - :meth:`OffsetKeeper.write` sets offsets with the DataVersion an admin write decided
   (``metadata.offset_write``); the table must then be written before anyone relies on it.
-- ``stateVersion`` stays as loaded (0 until controller mode sets it), except that a slave that
-  starts acting opens the next one (:meth:`OffsetKeeper.open_state_version`).
+- ``stateVersion`` stays as loaded, except that a slave that starts acting opens the next one
+  and a controller-mode master opens its epoch (:meth:`OffsetKeeper.open_state_version`).
 Pure: time is an argument, the driver does the file write.
 """
 from __future__ import annotations
@@ -21,18 +21,16 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from metadata.consumer_offsets import ConsumerOffsetTable
-from metadata.data_version import DataVersion
+from metadata.data_version import DataVersion, UpdateStep
 
 
 class OffsetKeeper:
     def __init__(self, version_step: int, table: ConsumerOffsetTable | None = None):
-        assert version_step >= 1
-        self.version_step = version_step
+        self.step = UpdateStep(version_step)
         self._table = table if table is not None else ConsumerOffsetTable()
         # commits not yet folded into the frozen table (folding copies it: once per read, not per ack)
         self._pending: dict[tuple[str, str, int], int] = {}
         self._pending_version: DataVersion | None = None
-        self.commits = 0
         self._dirty = False  # changed since the last write
         self._unversioned = False  # changed since the last DataVersion bump
 
@@ -48,9 +46,12 @@ class OffsetKeeper:
         self._table = table
         self._pending, self._pending_version = {}, None
 
+    @property
+    def commits(self) -> int:
+        return self.step.commits
+
     def commit(self, topic: str, group: str, queue_id: int, offset: int, now_ms: int) -> None:
-        self.commits += 1
-        bump = self.commits % self.version_step == 0
+        bump = self.step.commit()
         if bump:
             self._pending_version = (self._pending_version or self._table.data_version).next_version(now_ms)
         self._pending[(topic, group, queue_id)] = offset
@@ -84,13 +85,18 @@ class OffsetKeeper:
         self._dirty = True
         self._unversioned = False
 
-    def open_state_version(self, now_ms: int) -> None:
-        """Bump to ``stateVersion + 1`` (a slave starting to act): its table is then newer than
-        any its absent master wrote, so the master adopts it when it returns."""
+    def open_state_version(self, now_ms: int, state_version: int | None = None) -> bool:
+        """Bump to ``state_version`` (None: ``stateVersion + 1``, a slave starting to act: its
+        table is then newer than any its absent master wrote, so the master adopts it when it
+        returns; controller mode: the new master's epoch).  False when already there."""
         table = self.table
-        self.table = table.with_offsets({}, table.data_version.next_version(now_ms, table.data_version.state_version + 1))
+        opened = table.data_version.opening(now_ms, state_version)
+        if opened == table.data_version:
+            return False
+        self.table = table.with_offsets({}, opened)
         self._dirty = True
         self._unversioned = False
+        return True
 
     def adopt(self, table: ConsumerOffsetTable) -> None:
         self.table = table

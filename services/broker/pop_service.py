@@ -248,11 +248,16 @@ class PopService:
 
     def start_acting(self, bridge) -> None:
         self.catch_up()
-        now = self.clock.now_ms()
-        self.data_version = self.data_version.next_version(now, self.data_version.state_version + 1)
-        self.keeper.open_state_version(now)
+        self.open_state_version()
         self.bridge = bridge
         self._write_state_files()
+
+    def open_state_version(self, state_version: int | None = None) -> None:
+        """The pop state and the offsets move to ``state_version`` (None: the next one; see
+        ``DataVersion.opening``); the caller writes them."""
+        now = self.clock.now_ms()
+        self.data_version = self.data_version.opening(now, state_version)
+        self.keeper.open_state_version(now, state_version)
 
     def stop_acting(self) -> None:
         """The snapshot holds every journal record from here on: the journal can go."""

@@ -9,9 +9,12 @@ Rules (the index rules are in ``scheduler.timer``):
   unknown is NOT_FOUND.
 - ``config/timerCheckpoint.json`` holds the index and both cursors; start loads it and
   rescans the timer and op topics from the cursors.
-- The checkpoint carries a DataVersion (RocketMQ's timer checkpoint has one too) that is
-  bumped whenever the index changed since the last bump, when it is written or handed to a
-  peer (:meth:`TimerService.versioned_checkpoint`).  :meth:`TimerService.adopt_checkpoint`
+- The checkpoint carries a DataVersion (RocketMQ's timer checkpoint has one too).  It is the
+  broker's delay offsets (delays run on the timer), so every ``delayOffsetUpdateVersionStep``-th
+  resolution (a delivery, an escape, a recall, a replayed op) bumps it, as RocketMQ's
+  ``ScheduleMessageService.updateOffset`` does, and it is also bumped whenever the index
+  changed since the last bump, when it is written or handed to a peer
+  (:meth:`TimerService.versioned_checkpoint`).  :meth:`TimerService.adopt_checkpoint`
   replaces the index by a peer's checkpoint with its DataVersion; the cursors are commit-log
   queue offsets, equal on every replica of the group.
 - Acting slave (RIP-32): a due message escapes to a live master (``services.acting.escape``),
@@ -19,7 +22,8 @@ Rules (the index rules are in ``scheduler.timer``):
   the checkpoint is written at once (a slave writes no op to its own log).  An escape that
   finds no target resolves nothing: the messages wait.  :meth:`start_acting` opens a new
   state version (``stateVersion + 1``), so the master that returns adopts this checkpoint
-  (its own never saw that state version) and delivers none of them again.
+  (its own never saw that state version) and delivers none of them again.  A controller-mode
+  master opens its epoch instead (:meth:`open_state_version`).
 """
 from __future__ import annotations
 
@@ -27,7 +31,7 @@ import logging
 from pathlib import Path
 
 from ha.acting.escape_target import EscapeKind
-from metadata.data_version import DataVersion
+from metadata.data_version import DataVersion, UpdateStep
 from metadata.message import MessageDraft, Prop, StoredMessage
 from metadata.replica_metadata import Adopt, Adoption, SyncDirection, VersionedDocument, decide_adoption
 from metadata.status import Code, RequestRejected
@@ -66,6 +70,7 @@ class TimerService:
         self.path = config_dir / CHECKPOINT_FILE
         self.index = TimerIndex()
         self.data_version = DataVersion()
+        self.step = UpdateStep(config.delay_offset_update_version_step)
         self._versioned_document: dict | None = None  # the index document data_version covers
         self._delivering: set[int] = set()
         self.bridge = None  # services.acting.escape.EscapeBridge while this slave acts
@@ -86,10 +91,15 @@ class TimerService:
         def apply_op(message: StoredMessage) -> None:
             op = parse_op(message.body)
             if op is not None and isinstance(op.get("o"), int):
-                self.index.resolve(op["o"])
+                self._resolve(op["o"])
 
         self.index.scan_offset = scan(self.store, TIMER_TOPIC, self.index.scan_offset, index_one)
         self.index.op_offset = scan(self.store, TIMER_OP_TOPIC, self.index.op_offset, apply_op)
+
+    def _resolve(self, offset: int) -> None:
+        """Resolve a pending entry (delivered, escaped, recalled): a commit of the delay offsets."""
+        if self.index.resolve(offset) and self.step.commit():
+            self.data_version = self.data_version.next_version(self.clock.now_ms())
 
     def versioned_checkpoint(self) -> VersionedDocument:
         """The caught-up index document, its DataVersion bumped first if the index changed."""
@@ -127,7 +137,7 @@ class TimerService:
         if not self.index.is_pending(handle.timer_offset) or handle.timer_offset in self._delivering:
             raise RequestRejected(Code.NOT_FOUND, "the message was already delivered, recalled or is unknown")
         due_ms = self.index.pending[handle.timer_offset]
-        self.index.resolve(handle.timer_offset)
+        self._resolve(handle.timer_offset)
         op = MessageDraft(TIMER_OP_TOPIC, 0, op_body(o=handle.timer_offset, k="c"), self.clock.now_ms())
         try:
             await put_retrying(self.store, [op], self.config.internal_put_retries, self.config.internal_put_retry_backoff_ms, "timer recall")
@@ -139,9 +149,15 @@ class TimerService:
     def start_acting(self, bridge) -> None:
         self.catch_up()
         self.bridge = bridge
-        self.data_version = self.data_version.next_version(self.clock.now_ms(), self.data_version.state_version + 1)
-        self._versioned_document = self.index.to_document()
-        self.persist()
+        self.open_state_version()
+
+    def open_state_version(self, state_version: int | None = None) -> None:
+        """Move the checkpoint to ``state_version`` (None: the next one) and write it."""
+        self.catch_up()
+        opened = self.data_version.opening(self.clock.now_ms(), state_version)
+        if opened != self.data_version:
+            self.data_version, self._versioned_document = opened, self.index.to_document()
+            self.persist()
 
     def stop_acting(self) -> None:
         self.bridge = None
@@ -159,14 +175,14 @@ class TimerService:
             result = self.store.get(TIMER_TOPIC, 0, offset, 1)
             if not result.messages or result.messages[0].queue_offset != offset:
                 log.error("timer: message at offset %d is gone (retention?); dropping it", offset)
-                self.index.resolve(offset)
+                self._resolve(offset)
                 continue
             self._delivering.add(offset)
             try:
                 op = MessageDraft(TIMER_OP_TOPIC, 0, op_body(o=offset, k="d"), self.clock.now_ms())
                 await put_retrying(self.store, [real_draft(result.messages[0]), op], self.config.internal_put_retries,
                                    self.config.internal_put_retry_backoff_ms, "timer delivery")
-                self.index.resolve(offset)
+                self._resolve(offset)
                 delivered += 1
             finally:
                 self._delivering.discard(offset)
@@ -182,7 +198,7 @@ class TimerService:
             result = self.store.get(TIMER_TOPIC, 0, offset, 1)
             if not result.messages or result.messages[0].queue_offset != offset:
                 log.error("timer: message at offset %d is gone (retention?); dropping it", offset)
-                self.index.resolve(offset)
+                self._resolve(offset)
                 continue
             draft = real_draft(result.messages[0])
             by_topic.setdefault(draft.topic, []).append((offset, draft))
@@ -207,7 +223,7 @@ class TimerService:
             return 0
         self._escape_failed_logged = False
         for offset, _ in due:
-            self.index.resolve(offset)
+            self._resolve(offset)
         return len(due)
 
     def _log_escape_failure(self, failure: Exception) -> None:

@@ -127,9 +127,15 @@ class TransactionService:
     def start_acting(self, bridge) -> None:
         self.catch_up()
         self.bridge = bridge
-        self.data_version = self.data_version.next_version(self.clock.now_ms(), self.data_version.state_version + 1)
-        self._versioned_document = self.table.to_document()
-        self.persist()
+        self.open_state_version()
+
+    def open_state_version(self, state_version: int | None = None) -> None:
+        """Move the checkpoint to ``state_version`` (None: the next one) and write it."""
+        self.catch_up()
+        opened = self.data_version.opening(self.clock.now_ms(), state_version)
+        if opened != self.data_version:
+            self.data_version, self._versioned_document = opened, self.table.to_document()
+            self.persist()
 
     def stop_acting(self) -> None:
         self.bridge = None

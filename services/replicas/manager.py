@@ -271,6 +271,8 @@ class ReplicasManager:
     async def _role_changed(self, epoch: int) -> None:
         broker = self.hosted.broker
         broker.topics.stamp_state_version(epoch, self.clock.now_ms())
+        if self.replica.role is Role.MASTER:
+            broker.open_state_version(epoch)
         await broker.apply_role()
         try:
             await self.on_role_changed()

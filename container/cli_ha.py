@@ -10,12 +10,15 @@ fills.  Lag in bytes is the master's max offset minus the slave's acknowledged o
 lag in messages is the difference of the sums of every consume queue's max offset.  A
 container that does not answer is shown as UNREACHABLE; a group with no registered master
 shows its master as NOT_REGISTERED, and a slave its master remembers but the nameserver
-does not list is shown as NOT_REGISTERED too; never a traceback.
+does not list is shown as NOT_REGISTERED too; never a traceback.  A master in pre-online (not
+registered yet) is found through the address it offered its slaves and shown as
+``PRE_ONLINE`` with its ``preOnline`` status: the step it waits on, the member, the attempt.
 """
 from __future__ import annotations
 
 import asyncio
 import json
+from types import SimpleNamespace
 from typing import Any
 
 from container.cli import CliError
@@ -34,7 +37,22 @@ async def _member_status(member: Any, timeout_ms: int) -> dict | None:
         if broker.broker_id == member.broker_id:
             status = json.loads(broker.status_json or "{}")
             return {**(status.get("ha") or {}), "specialServicesRunning": bool(status.get("specialServicesRunning")),
-                    "acting": bool(status.get("acting"))}
+                    "acting": bool(status.get("acting")),
+                    **({"preOnline": status["preOnline"]} if status.get("preOnline") else {})}
+    return None
+
+
+async def _pre_online_master(group: dict, timeout_ms: int) -> dict | None:
+    """A master not registered because it is in pre-online: found through the address it offered
+    its slaves (``offeredMaster``), shown with the step it waits on."""
+    for address in sorted({s.get("offeredMaster") for _, s in group["_members"] if s and s.get("offeredMaster")}):
+        member = SimpleNamespace(address=address, broker_name=group["brokerName"], broker_id=0)
+        status = await _member_status(member, timeout_ms)
+        pre_online = (status or {}).get("preOnline")
+        if pre_online and pre_online.get("step") != "ONLINE":
+            master = {"brokerId": 0, "address": address, **status, "state": "PRE_ONLINE"}
+            master.pop("slaves", None)
+            return master
     return None
 
 
@@ -101,13 +119,15 @@ async def collect(args: Any) -> list[dict]:
             group["master"] = {"brokerId": 0, "address": member.address, **(status or {"state": "UNREACHABLE"})}
             group["master"].pop("slaves", None)
     for group in groups.values():
+        if group["master"] is None:
+            group["master"] = await _pre_online_master(group, args.timeout_ms)
         replicas = sorted(group.pop("_members"), key=lambda pair: pair[0].broker_id)
         master_status = next((s for m, s in replicas if m.broker_id == 0), None)
         group["slaves"] = [_slave_row(m, s, master_status) for m, s in replicas if m.broker_id != 0]
         group["slaves"] += _unregistered_slaves(group, {m.broker_id for m, _ in replicas}, master_status)
         if group["master"] is None:
             group["master"] = {"brokerId": 0, "address": "", "state": "NOT_REGISTERED"}
-        group["servable"] = group["master"].get("state") not in ("UNREACHABLE", "NOT_REGISTERED")
+        group["servable"] = group["master"].get("state") not in ("UNREACHABLE", "NOT_REGISTERED", "PRE_ONLINE")
     return [groups[key] for key in sorted(groups)]
 
 
@@ -119,6 +139,9 @@ def _render(document: dict) -> str:
             head = (f"{group['brokerName']} ({group['cluster']}): master {master.get('address', 'none')} "
                     f"{master.get('brokerRole', '')} max {master.get('maxOffset', '?')} confirm {master.get('confirmOffset', '?')} "
                     f"SyncStateSet {master.get('syncStateSet', '?')}")
+        elif master.get("state") == "PRE_ONLINE":
+            head = (f"{group['brokerName']} ({group['cluster']}): master at {master['address']} in pre-online, "
+                    f"not in routes yet: {_pre_online_text(master['preOnline'])}")
         elif any(s.get("acting") for s in group["slaves"]):
             where = f" at {master['address']}" if master.get("address") else ""
             head = (f"{group['brokerName']} ({group['cluster']}): master{where} {master['state']}: a slave acts for it "
@@ -134,6 +157,16 @@ def _render(document: dict) -> str:
         blocks.append(head + "\n" + table(["SLAVE", "ADDRESS", "STATE", "CONNECTED", "MAX OFFSET", "ACK OFFSET", "LAG BYTES",
                                            "LAG MESSAGES", "IN SET", "SPECIAL SERVICES"], rows))
     return "\n\n".join(blocks) or "no broker group registered"
+
+
+def _pre_online_text(pre_online: dict) -> str:
+    step, member = pre_online.get("step"), pre_online.get("waitingOn")
+    what = {"FETCH_MEMBERS": "reading the group's members from the nameserver",
+            "OFFER": f"telling slave {member} where it is", "WAIT_TRANSFER": f"waiting for slave {member}'s replication",
+            "SYNC": f"pulling slave {member}'s tables", "ADOPT": f"adopting slave {member}'s tables",
+            "RETRY_WAIT": "waiting to try again"}.get(step, step)
+    failure = f" (last failure: {pre_online['lastFailure']})" if pre_online.get("lastFailure") else ""
+    return f"{what}, attempt {pre_online.get('attempt')}, {pre_online.get('waitedMs')} ms in this step{failure}"
 
 
 def _special(row: dict) -> str:

@@ -10,6 +10,9 @@ Rules (reference 1.2 and 1.4):
 - Its store lives in ``{container root}/{brokerName}-{brokerId}`` (controller mode:
   ``{container root}/{brokerName}``) unless ``storePathRootDir`` is given; no two brokers of
   one container share a store directory.
+- A master that needs pre-online (``ha.role.pre_online``) gets its driver before the broker
+  starts, so nothing of it runs before it took its group's tables back; the container starts
+  the driver once it serves and registers the broker when it is done.
 - Opening order: the store directory's lock (``store.directory_lock``: a second process on
   the same store is refused before it reads anything), the store (recovery), then the broker
   on top of it; closing is the reverse, the store is flushed and fsynced, and the lock is
@@ -36,7 +39,9 @@ from services.acting.handover import take_over
 from services.acting.member_watch import MemberWatch
 from services.acting.state import ActingState
 from ha.role.fence import PauseFence
+from ha.role.pre_online import pre_online_needed
 from services.ha.metadata_sync import MetadataSync
+from services.ha.pre_online import PreOnlineDriver
 from services.ha.replica import BrokerReplica
 from services.replicas.manager import ReplicasManager
 from store.config import StoreConfig
@@ -175,6 +180,18 @@ class HostedBroker:
     def controller_mode(self) -> bool:
         return self.spec.broker.enable_controller_mode
 
+    @property
+    def offered_master(self) -> str:
+        """A slave: the internal address of a master that offered itself (pre-online), or ""."""
+        slave = self.replica.slave
+        return slave.offered_master if slave is not None else ""
+
+    @property
+    def pre_online(self) -> PreOnlineDriver | None:
+        """The pre-online driver of a master that has not gone online yet (None otherwise)."""
+        driver = self.broker.pre_online
+        return driver if driver is not None and not driver.done else None
+
 
 async def open_broker(spec: BrokerSpec, clock: Clock, sink: TransactionCheckSink,
                       acting_client: ActingClient | None = None) -> HostedBroker:
@@ -197,6 +214,8 @@ async def open_broker(spec: BrokerSpec, clock: Clock, sink: TransactionCheckSink
     locks = FifoLocks(config.broker_name, lambda: config.broker_id, config, spec.ha.total_replicas, clock,
                       lambda: acting.members, acting_client)
     broker = Broker(config, store, clock, sink, replica, acting=acting, fifo_locks=locks)
+    if pre_online_needed(config.is_master, spec.ha.total_replicas, config.skip_pre_online, config.enable_controller_mode):
+        broker.pre_online = PreOnlineDriver(broker, replica, clock)  # before start: no special service until online
     try:
         if config.is_master and not config.enable_controller_mode:
             await replica.become_master()
@@ -242,12 +261,14 @@ def start_acting_mode(hosted: HostedBroker, nameserver, acting_client: ActingCli
         return
     hosted.member_watch = MemberWatch(hosted.broker, nameserver, clock)
     hosted.member_watch.start()
-    if hosted.is_master:
+    if hosted.is_master and not hosted.acting.handover_done:  # pre-online took the state back already
         hosted.handover = asyncio.get_running_loop().create_task(take_over(hosted.broker, nameserver(), acting_client))
 
 
 async def close_broker(hosted: HostedBroker) -> None:
     try:
+        if hosted.broker.pre_online is not None:
+            await hosted.broker.pre_online.stop()
         if hosted.handover is not None:
             hosted.handover.cancel()
             await asyncio.gather(hosted.handover, return_exceptions=True)

@@ -14,7 +14,8 @@ Rules:
 - The id a broker registers with is its current one (0 while master, its replica id
   otherwise): after a role change the old id is unregistered first.  A controller-mode
   broker that has no replica id yet (it has not registered with the controller) is not
-  registered at all: nothing routes to a broker whose role nobody gave it.
+  registered at all: nothing routes to a broker whose role nobody gave it.  Nor is a master
+  in pre-online (no registration, no heartbeat) until it took its group's tables back.
 """
 from __future__ import annotations
 
@@ -34,8 +35,11 @@ log = logging.getLogger(__name__)
 
 
 def identity_of(hosted: HostedBroker) -> BrokerIdentity | None:
-    """The identity routes should show now; None while a controller-mode broker has no id."""
+    """The identity routes should show now; None while a controller-mode broker has no id and
+    while a master is in pre-online (it takes its group's tables back first)."""
     if hosted.controller_mode and hosted.replica.own_id == 0:
+        return None
+    if hosted.pre_online is not None:
         return None
     return BrokerIdentity(hosted.spec.broker.broker_cluster_name, hosted.name, hosted.broker.broker_id)
 

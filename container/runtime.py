@@ -116,7 +116,7 @@ class BrokerContainer:
         self.registration = Registration(self)
         await self.registration.register_all()
         for hosted in self.hosted.values():
-            self._start_acting_mode(hosted)
+            self._go_online(hosted)
         self.tasks.declare("register-brokers", self.config.register_period_ms, self.registration.register_all, self.config.register_period_ms)
         self.tasks.declare("heartbeat", self.config.heartbeat_interval_ms, self.registration.heartbeat_all, self.config.heartbeat_interval_ms)
         self.tasks.declare("store-metrics", 5_000, self._refresh_store_metrics, 1_000)
@@ -261,6 +261,21 @@ class BrokerContainer:
             self._start_controller_mode(hosted)
         return hosted
 
+    def _go_online(self, hosted: HostedBroker) -> None:
+        """A registered broker starts its acting mode; a master in pre-online first takes its
+        group's tables back (services.ha.pre_online), then registers and starts it."""
+        driver = hosted.pre_online
+        if driver is None:
+            self._start_acting_mode(hosted)
+            return
+
+        async def online(reason) -> None:
+            await self.registration.register(hosted)
+            self._start_acting_mode(hosted)
+            await hosted.broker.apply_role()
+
+        driver.start(self.registration.client, self.acting_client, self.registration.admin_address, online)
+
     def _start_acting_mode(self, hosted: HostedBroker) -> None:
         start_acting_mode(hosted, lambda: self.registration.client if self.registration else None, self.acting_client,
                           self.clock)
@@ -285,12 +300,13 @@ class BrokerContainer:
             await self.registration.register(hosted)
 
     async def _master_address(self, hosted: HostedBroker) -> str | None:
-        """A slave's master: ``haMasterAddress``, else what the nameserver answers its registration."""
+        """A slave's master: ``haMasterAddress``, else what the nameserver answers its
+        registration, else a master that offered itself (pre-online: not registered yet)."""
         if hosted.spec.ha.ha_master_address:
             return hosted.spec.ha.ha_master_address
         if self.registration is None:
-            return None
-        return await self.registration.register(hosted) or None
+            return hosted.offered_master or None
+        return await self.registration.register(hosted) or hosted.offered_master or None
 
     def replication_master(self, broker_name: str):
         for hosted in self.hosted.values():
@@ -303,7 +319,7 @@ class BrokerContainer:
         hosted = await self._open(spec)
         if self.registration is not None:
             await self.registration.register(hosted)
-            self._start_acting_mode(hosted)
+            self._go_online(hosted)
         return hosted
 
     async def remove_broker(self, cluster: str, name: str, broker_id: int) -> bool:

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12proto/acting.proto\x12\x13relaymq.internal.v1\"\xac\x01\n\x1e\x41\x63tingNotifyMinBrokerIdRequest\x12\x0f\n\x07\x63luster\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\x12\x11\n\tbroker_id\x18\x03 \x01(\x03\x12\x15\n\rmin_broker_id\x18\x04 \x01(\x03\x12\x1a\n\x12min_broker_address\x18\x05 \x01(\t\x12\x1e\n\x16offline_broker_address\x18\x06 \x01(\t\"!\n\x1f\x41\x63tingNotifyMinBrokerIdResponse\"?\n\x15\x41\x63tingHandOverRequest\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12\x11\n\tbroker_id\x18\x02 \x01(\x03\"n\n\x17\x41\x63tingVersionedDocument\x12\x15\n\rstate_version\x18\x01 \x01(\x03\x12\x14\n\x0ctimestamp_ms\x18\x02 \x01(\x03\x12\x0f\n\x07\x63ounter\x18\x03 \x01(\x03\x12\x15\n\rdocument_json\x18\x04 \x01(\x0c\"\xa2\x02\n\x16\x41\x63tingHandOverResponse\x12\r\n\x05\x61\x63ted\x18\x01 \x01(\x08\x12;\n\x05timer\x18\x02 \x01(\x0b\x32,.relaymq.internal.v1.ActingVersionedDocument\x12\x42\n\x0ctransactions\x18\x03 \x01(\x0b\x32,.relaymq.internal.v1.ActingVersionedDocument\x12\x39\n\x03pop\x18\x04 \x01(\x0b\x32,.relaymq.internal.v1.ActingVersionedDocument\x12=\n\x07offsets\x18\x05 \x01(\x0b\x32,.relaymq.internal.v1.ActingVersionedDocument\"\xa6\x03\n\x14\x41\x63tingEscapedMessage\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x10\n\x08queue_id\x18\x02 \x01(\x05\x12\x0c\n\x04\x62ody\x18\x03 \x01(\x0c\x12\x19\n\x11\x62orn_timestamp_ms\x18\x04 \x01(\x03\x12\x11\n\tborn_host\x18\x05 \x01(\t\x12M\n\nproperties\x18\x06 \x03(\x0b\x32\x39.relaymq.internal.v1.ActingEscapedMessage.PropertiesEntry\x12V\n\x0fuser_properties\x18\x07 \x03(\x0b\x32=.relaymq.internal.v1.ActingEscapedMessage.UserPropertiesEntry\x12\x12\n\nescape_key\x18\x08 \x01(\t\x12\x0c\n\x04kind\x18\t \x01(\t\x1a\x31\n\x0fPropertiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x35\n\x13UserPropertiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"j\n\x16\x41\x63tingEscapePutRequest\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12;\n\x08messages\x18\x02 \x03(\x0b\x32).relaymq.internal.v1.ActingEscapedMessage\"K\n\x12\x41\x63tingEscapedPlace\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x10\n\x08queue_id\x18\x02 \x01(\x05\x12\x14\n\x0cqueue_offset\x18\x03 \x01(\x03\"R\n\x17\x41\x63tingEscapePutResponse\x12\x37\n\x06places\x18\x01 \x03(\x0b\x32\'.relaymq.internal.v1.ActingEscapedPlace\"@\n\x0e\x41\x63tingQueueKey\x12\r\n\x05group\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x10\n\x08queue_id\x18\x03 \x01(\x05\"\xab\x01\n\x17\x41\x63tingLockQueuesRequest\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12\x11\n\tholder_id\x18\x02 \x01(\x03\x12\x33\n\x06queues\x18\x03 \x03(\x0b\x32#.relaymq.internal.v1.ActingQueueKey\x12\x10\n\x08lease_ms\x18\x04 \x01(\x03\x12\x0e\n\x06unlock\x18\x05 \x01(\x08\x12\x11\n\tbroker_id\x18\x06 \x01(\x03\"P\n\x18\x41\x63tingLockQueuesResponse\x12\x34\n\x07granted\x18\x01 \x03(\x0b\x32#.relaymq.internal.v1.ActingQueueKey2\xc7\x03\n\rActingService\x12~\n\x11NotifyMinBrokerId\x12\x33.relaymq.internal.v1.ActingNotifyMinBrokerIdRequest\x1a\x34.relaymq.internal.v1.ActingNotifyMinBrokerIdResponse\x12\x63\n\x08HandOver\x12*.relaymq.internal.v1.ActingHandOverRequest\x1a+.relaymq.internal.v1.ActingHandOverResponse\x12\x66\n\tEscapePut\x12+.relaymq.internal.v1.ActingEscapePutRequest\x1a,.relaymq.internal.v1.ActingEscapePutResponse\x12i\n\nLockQueues\x12,.relaymq.internal.v1.ActingLockQueuesRequest\x1a-.relaymq.internal.v1.ActingLockQueuesResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12proto/acting.proto\x12\x13relaymq.internal.v1\"\xac\x01\n\x1e\x41\x63tingNotifyMinBrokerIdRequest\x12\x0f\n\x07\x63luster\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\x12\x11\n\tbroker_id\x18\x03 \x01(\x03\x12\x15\n\rmin_broker_id\x18\x04 \x01(\x03\x12\x1a\n\x12min_broker_address\x18\x05 \x01(\t\x12\x1e\n\x16offline_broker_address\x18\x06 \x01(\t\"!\n\x1f\x41\x63tingNotifyMinBrokerIdResponse\"?\n\x15\x41\x63tingHandOverRequest\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12\x11\n\tbroker_id\x18\x02 \x01(\x03\"n\n\x17\x41\x63tingVersionedDocument\x12\x15\n\rstate_version\x18\x01 \x01(\x03\x12\x14\n\x0ctimestamp_ms\x18\x02 \x01(\x03\x12\x0f\n\x07\x63ounter\x18\x03 \x01(\x03\x12\x15\n\rdocument_json\x18\x04 \x01(\x0c\"\xa2\x02\n\x16\x41\x63tingHandOverResponse\x12\r\n\x05\x61\x63ted\x18\x01 \x01(\x08\x12;\n\x05timer\x18\x02 \x01(\x0b\x32,.relaymq.internal.v1.ActingVersionedDocument\x12\x42\n\x0ctransactions\x18\x03 \x01(\x0b\x32,.relaymq.internal.v1.ActingVersionedDocument\x12\x39\n\x03pop\x18\x04 \x01(\x0b\x32,.relaymq.internal.v1.ActingVersionedDocument\x12=\n\x07offsets\x18\x05 \x01(\x0b\x32,.relaymq.internal.v1.ActingVersionedDocument\"t\n\x18\x41\x63tingOfferMasterRequest\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12\x11\n\tbroker_id\x18\x02 \x01(\x03\x12\x16\n\x0emaster_address\x18\x03 \x01(\t\x12\x18\n\x10master_broker_id\x18\x04 \x01(\x03\"6\n\x19\x41\x63tingOfferMasterResponse\x12\x19\n\x11replication_state\x18\x01 \x01(\t\"\xa6\x03\n\x14\x41\x63tingEscapedMessage\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x10\n\x08queue_id\x18\x02 \x01(\x05\x12\x0c\n\x04\x62ody\x18\x03 \x01(\x0c\x12\x19\n\x11\x62orn_timestamp_ms\x18\x04 \x01(\x03\x12\x11\n\tborn_host\x18\x05 \x01(\t\x12M\n\nproperties\x18\x06 \x03(\x0b\x32\x39.relaymq.internal.v1.ActingEscapedMessage.PropertiesEntry\x12V\n\x0fuser_properties\x18\x07 \x03(\x0b\x32=.relaymq.internal.v1.ActingEscapedMessage.UserPropertiesEntry\x12\x12\n\nescape_key\x18\x08 \x01(\t\x12\x0c\n\x04kind\x18\t \x01(\t\x1a\x31\n\x0fPropertiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x35\n\x13UserPropertiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"j\n\x16\x41\x63tingEscapePutRequest\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12;\n\x08messages\x18\x02 \x03(\x0b\x32).relaymq.internal.v1.ActingEscapedMessage\"K\n\x12\x41\x63tingEscapedPlace\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x10\n\x08queue_id\x18\x02 \x01(\x05\x12\x14\n\x0cqueue_offset\x18\x03 \x01(\x03\"R\n\x17\x41\x63tingEscapePutResponse\x12\x37\n\x06places\x18\x01 \x03(\x0b\x32\'.relaymq.internal.v1.ActingEscapedPlace\"@\n\x0e\x41\x63tingQueueKey\x12\r\n\x05group\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x10\n\x08queue_id\x18\x03 \x01(\x05\"\xab\x01\n\x17\x41\x63tingLockQueuesRequest\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12\x11\n\tholder_id\x18\x02 \x01(\x03\x12\x33\n\x06queues\x18\x03 \x03(\x0b\x32#.relaymq.internal.v1.ActingQueueKey\x12\x10\n\x08lease_ms\x18\x04 \x01(\x03\x12\x0e\n\x06unlock\x18\x05 \x01(\x08\x12\x11\n\tbroker_id\x18\x06 \x01(\x03\"P\n\x18\x41\x63tingLockQueuesResponse\x12\x34\n\x07granted\x18\x01 \x03(\x0b\x32#.relaymq.internal.v1.ActingQueueKey2\xb5\x04\n\rActingService\x12~\n\x11NotifyMinBrokerId\x12\x33.relaymq.internal.v1.ActingNotifyMinBrokerIdRequest\x1a\x34.relaymq.internal.v1.ActingNotifyMinBrokerIdResponse\x12\x63\n\x08HandOver\x12*.relaymq.internal.v1.ActingHandOverRequest\x1a+.relaymq.internal.v1.ActingHandOverResponse\x12l\n\x0bOfferMaster\x12-.relaymq.internal.v1.ActingOfferMasterRequest\x1a..relaymq.internal.v1.ActingOfferMasterResponse\x12\x66\n\tEscapePut\x12+.relaymq.internal.v1.ActingEscapePutRequest\x1a,.relaymq.internal.v1.ActingEscapePutResponse\x12i\n\nLockQueues\x12,.relaymq.internal.v1.ActingLockQueuesRequest\x1a-.relaymq.internal.v1.ActingLockQueuesResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -45,24 +45,28 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ACTINGVERSIONEDDOCUMENT']._serialized_end=428
   _globals['_ACTINGHANDOVERRESPONSE']._serialized_start=431
   _globals['_ACTINGHANDOVERRESPONSE']._serialized_end=721
-  _globals['_ACTINGESCAPEDMESSAGE']._serialized_start=724
-  _globals['_ACTINGESCAPEDMESSAGE']._serialized_end=1146
-  _globals['_ACTINGESCAPEDMESSAGE_PROPERTIESENTRY']._serialized_start=1042
-  _globals['_ACTINGESCAPEDMESSAGE_PROPERTIESENTRY']._serialized_end=1091
-  _globals['_ACTINGESCAPEDMESSAGE_USERPROPERTIESENTRY']._serialized_start=1093
-  _globals['_ACTINGESCAPEDMESSAGE_USERPROPERTIESENTRY']._serialized_end=1146
-  _globals['_ACTINGESCAPEPUTREQUEST']._serialized_start=1148
-  _globals['_ACTINGESCAPEPUTREQUEST']._serialized_end=1254
-  _globals['_ACTINGESCAPEDPLACE']._serialized_start=1256
-  _globals['_ACTINGESCAPEDPLACE']._serialized_end=1331
-  _globals['_ACTINGESCAPEPUTRESPONSE']._serialized_start=1333
-  _globals['_ACTINGESCAPEPUTRESPONSE']._serialized_end=1415
-  _globals['_ACTINGQUEUEKEY']._serialized_start=1417
-  _globals['_ACTINGQUEUEKEY']._serialized_end=1481
-  _globals['_ACTINGLOCKQUEUESREQUEST']._serialized_start=1484
-  _globals['_ACTINGLOCKQUEUESREQUEST']._serialized_end=1655
-  _globals['_ACTINGLOCKQUEUESRESPONSE']._serialized_start=1657
-  _globals['_ACTINGLOCKQUEUESRESPONSE']._serialized_end=1737
-  _globals['_ACTINGSERVICE']._serialized_start=1740
-  _globals['_ACTINGSERVICE']._serialized_end=2195
+  _globals['_ACTINGOFFERMASTERREQUEST']._serialized_start=723
+  _globals['_ACTINGOFFERMASTERREQUEST']._serialized_end=839
+  _globals['_ACTINGOFFERMASTERRESPONSE']._serialized_start=841
+  _globals['_ACTINGOFFERMASTERRESPONSE']._serialized_end=895
+  _globals['_ACTINGESCAPEDMESSAGE']._serialized_start=898
+  _globals['_ACTINGESCAPEDMESSAGE']._serialized_end=1320
+  _globals['_ACTINGESCAPEDMESSAGE_PROPERTIESENTRY']._serialized_start=1216
+  _globals['_ACTINGESCAPEDMESSAGE_PROPERTIESENTRY']._serialized_end=1265
+  _globals['_ACTINGESCAPEDMESSAGE_USERPROPERTIESENTRY']._serialized_start=1267
+  _globals['_ACTINGESCAPEDMESSAGE_USERPROPERTIESENTRY']._serialized_end=1320
+  _globals['_ACTINGESCAPEPUTREQUEST']._serialized_start=1322
+  _globals['_ACTINGESCAPEPUTREQUEST']._serialized_end=1428
+  _globals['_ACTINGESCAPEDPLACE']._serialized_start=1430
+  _globals['_ACTINGESCAPEDPLACE']._serialized_end=1505
+  _globals['_ACTINGESCAPEPUTRESPONSE']._serialized_start=1507
+  _globals['_ACTINGESCAPEPUTRESPONSE']._serialized_end=1589
+  _globals['_ACTINGQUEUEKEY']._serialized_start=1591
+  _globals['_ACTINGQUEUEKEY']._serialized_end=1655
+  _globals['_ACTINGLOCKQUEUESREQUEST']._serialized_start=1658
+  _globals['_ACTINGLOCKQUEUESREQUEST']._serialized_end=1829
+  _globals['_ACTINGLOCKQUEUESRESPONSE']._serialized_start=1831
+  _globals['_ACTINGLOCKQUEUESRESPONSE']._serialized_end=1911
+  _globals['_ACTINGSERVICE']._serialized_start=1914
+  _globals['_ACTINGSERVICE']._serialized_end=2479
 # @@protoc_insertion_point(module_scope)

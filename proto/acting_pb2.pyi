@@ -60,6 +60,24 @@ class ActingHandOverResponse(_message.Message):
     offsets: ActingVersionedDocument
     def __init__(self, acted: _Optional[bool] = ..., timer: _Optional[_Union[ActingVersionedDocument, _Mapping]] = ..., transactions: _Optional[_Union[ActingVersionedDocument, _Mapping]] = ..., pop: _Optional[_Union[ActingVersionedDocument, _Mapping]] = ..., offsets: _Optional[_Union[ActingVersionedDocument, _Mapping]] = ...) -> None: ...
 
+class ActingOfferMasterRequest(_message.Message):
+    __slots__ = ("broker_name", "broker_id", "master_address", "master_broker_id")
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    MASTER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    MASTER_BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    broker_id: int
+    master_address: str
+    master_broker_id: int
+    def __init__(self, broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ..., master_address: _Optional[str] = ..., master_broker_id: _Optional[int] = ...) -> None: ...
+
+class ActingOfferMasterResponse(_message.Message):
+    __slots__ = ("replication_state",)
+    REPLICATION_STATE_FIELD_NUMBER: _ClassVar[int]
+    replication_state: str
+    def __init__(self, replication_state: _Optional[str] = ...) -> None: ...
+
 class ActingEscapedMessage(_message.Message):
     __slots__ = ("topic", "queue_id", "body", "born_timestamp_ms", "born_host", "properties", "user_properties", "escape_key", "kind")
     class PropertiesEntry(_message.Message):

@@ -44,6 +44,11 @@ class ActingServiceStub:
                 request_serializer=proto_dot_acting__pb2.ActingHandOverRequest.SerializeToString,
                 response_deserializer=proto_dot_acting__pb2.ActingHandOverResponse.FromString,
                 _registered_method=True)
+        self.OfferMaster = channel.unary_unary(
+                '/relaymq.internal.v1.ActingService/OfferMaster',
+                request_serializer=proto_dot_acting__pb2.ActingOfferMasterRequest.SerializeToString,
+                response_deserializer=proto_dot_acting__pb2.ActingOfferMasterResponse.FromString,
+                _registered_method=True)
         self.EscapePut = channel.unary_unary(
                 '/relaymq.internal.v1.ActingService/EscapePut',
                 request_serializer=proto_dot_acting__pb2.ActingEscapePutRequest.SerializeToString,
@@ -66,6 +71,12 @@ class ActingServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def HandOver(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def OfferMaster(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -95,6 +106,11 @@ def add_ActingServiceServicer_to_server(servicer, server):
                     servicer.HandOver,
                     request_deserializer=proto_dot_acting__pb2.ActingHandOverRequest.FromString,
                     response_serializer=proto_dot_acting__pb2.ActingHandOverResponse.SerializeToString,
+            ),
+            'OfferMaster': grpc.unary_unary_rpc_method_handler(
+                    servicer.OfferMaster,
+                    request_deserializer=proto_dot_acting__pb2.ActingOfferMasterRequest.FromString,
+                    response_serializer=proto_dot_acting__pb2.ActingOfferMasterResponse.SerializeToString,
             ),
             'EscapePut': grpc.unary_unary_rpc_method_handler(
                     servicer.EscapePut,
@@ -161,6 +177,33 @@ class ActingService:
             '/relaymq.internal.v1.ActingService/HandOver',
             proto_dot_acting__pb2.ActingHandOverRequest.SerializeToString,
             proto_dot_acting__pb2.ActingHandOverResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def OfferMaster(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/relaymq.internal.v1.ActingService/OfferMaster',
+            proto_dot_acting__pb2.ActingOfferMasterRequest.SerializeToString,
+            proto_dot_acting__pb2.ActingOfferMasterResponse.FromString,
             options,
             channel_credentials,
             insecure,

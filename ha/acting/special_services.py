@@ -3,6 +3,8 @@ check and the pop revive (RIP-32 ``changeSpecialServiceStatus``; reference 2.1, 
 
 Rules, one decision per replica from what it knows:
 
+* A MASTER in pre-online (``ha.role.pre_online``: it has not taken its group's tables back
+  yet) never runs them (PRE_ONLINE), acting mode or not.
 * Without ``enableSlaveActingMaster`` (and always in controller mode) the services run exactly
   while the replica is MASTER, as before this module existed.
 * With it, in each group exactly the live member with the smallest id runs them:
@@ -28,6 +30,7 @@ MASTER_ID = 0
 
 class Reason(str, Enum):
     MASTER = "MASTER"
+    PRE_ONLINE = "PRE_ONLINE"  # a master taking its group's tables back before it goes online
     AWAITING_HANDOVER = "AWAITING_HANDOVER"
     FENCED = "FENCED"
     SLAVE = "SLAVE"  # acting mode is off: a slave never runs them
@@ -58,6 +61,7 @@ class ReplicaFacts:
     view: MemberView | None = None
     master_connected: bool = False  # a SLAVE: its replication is connected to a master
     last_handover_ms: int | None = None  # a SLAVE: when it last handed over to a returning master
+    pre_online: bool = False  # a MASTER still in pre-online
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,8 @@ def decide_special_services(facts: ReplicaFacts, now_ms: int, stale_after_ms: in
     if facts.role == "FENCED":
         return SpecialServices(False, Reason.FENCED)
     if facts.role == "MASTER":
+        if facts.pre_online:
+            return SpecialServices(False, Reason.PRE_ONLINE)
         if facts.acting_enabled and not facts.handover_done:
             return SpecialServices(False, Reason.AWAITING_HANDOVER)
         return SpecialServices(True, Reason.MASTER)

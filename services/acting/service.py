@@ -5,8 +5,11 @@ Rules:
   several members of one group); an unknown one is NOT_FOUND ``BROKER_NOT_EXIST``.
 - ``NotifyMinBrokerId`` (from a nameserver): the broker records the group's new smallest id
   and re-decides its special services.
-- ``HandOver`` (from a returning master): the member stops acting, then answers with its
-  versioned special state.
+- ``HandOver`` (from a returning master, pre-online's pull): the member stops acting, then
+  answers with its versioned special state.
+- ``OfferMaster`` (from a returning master in pre-online): the slave member connects its
+  replication to that master when the nameserver names none; a member that is not a slave is
+  FAILED_PRECONDITION ``NOT_A_SLAVE``.
 - ``EscapePut`` (from another group's acting slave): only a writable master stores it;
   messages are checked here (topic names, kinds, sizes), refusals carry a named reason.
 - ``LockQueues`` (lockInStrictMode): grants or releases FIFO queue leases for the holder.
@@ -44,8 +47,15 @@ class UnknownBroker(LookupError):
     pass
 
 
+class NotASlave(Exception):
+    """OfferMaster to a member that is not a slave."""
+
+
 class ActingContainer(Protocol):
     def acting_broker(self, broker_name: str, broker_id: int | None):  # -> (Broker, MemberWatch | None)
+        ...
+
+    def offer_master(self, broker_name: str, broker_id: int, master_address: str) -> str | None:
         ...
 
 
@@ -54,6 +64,8 @@ def _status_of(exc: Exception) -> tuple[grpc.StatusCode, str]:
         return grpc.StatusCode.INVALID_ARGUMENT, f"BAD_REQUEST: {exc}"
     if isinstance(exc, UnknownBroker):
         return grpc.StatusCode.NOT_FOUND, f"BROKER_NOT_EXIST: {exc}"
+    if isinstance(exc, NotASlave):
+        return grpc.StatusCode.FAILED_PRECONDITION, f"NOT_A_SLAVE: {exc}"
     if isinstance(exc, RequestRejected):
         return grpc.StatusCode.FAILED_PRECONDITION, f"{exc.code.name}: {exc.message}"
     log.exception("acting service: internal error")
@@ -134,6 +146,21 @@ class ActingServicer(pb_grpc.ActingServiceServicer):
     async def HandOver(self, request):
         broker, _ = self._broker(request.broker_name, request.broker_id)
         return hand_over_to_proto(await hand_over(broker))
+
+    @_rpc
+    async def OfferMaster(self, request):
+        name = _name(request.broker_name, "broker_name")
+        if request.broker_id <= 0:
+            raise BadActingRequest(f"broker_id: {request.broker_id} is not a slave's id (> 0)")
+        if request.master_broker_id < 0:
+            raise BadActingRequest(f"master_broker_id: {request.master_broker_id} is negative")
+        host, _, port = request.master_address.rpartition(":")
+        if not host or len(request.master_address) > 300 or not port.isdigit() or not 0 < int(port) < 65536:
+            raise BadActingRequest(f"master_address: {request.master_address[:300]!r} is not host:port")
+        state = self.container.offer_master(name, request.broker_id, request.master_address)
+        if state is None:
+            raise UnknownBroker(f"{name} with id {request.broker_id} is not hosted here")
+        return pb.ActingOfferMasterResponse(replication_state=state)
 
     @_rpc
     async def EscapePut(self, request):

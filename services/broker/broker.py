@@ -9,7 +9,9 @@ Rules:
 - The role is the replication's (``services.ha.replica.BrokerReplica``; without one, the
   configured ``brokerRole`` with nothing replicated), and it may change at runtime: only a
   MASTER takes client calls; a SLAVE or FENCED broker answers reads only (every mutating
-  client call and an admin offset write is refused).  The special services (timer, pop
+  client call and an admin offset write is refused).  A master in pre-online
+  (``services.ha.pre_online``) holds pop calls and runs no special service until it took its
+  group's tables back.  The special services (timer, pop
   revive, transaction check) run as ``ha.acting.special_services`` decides -- exactly while
   master, or with ``enableSlaveActingMaster`` on the group's smallest live member:
   :meth:`apply_role` starts or stops them after a role or membership change.
@@ -27,7 +29,7 @@ import asyncio
 import logging
 from typing import Mapping, Sequence
 
-from ha.acting.special_services import ReplicaFacts, SpecialServices, decide_special_services
+from ha.acting.special_services import Reason, ReplicaFacts, SpecialServices, decide_special_services
 from metadata.consumer_offsets import ConsumerOffsetTable
 from metadata.data_version import DataVersion
 from metadata.names import retry_topic
@@ -106,11 +108,17 @@ class Broker:
         self._acting_now = False
         self._role_lock = asyncio.Lock()
         self._handed_over = asyncio.Event()
+        self.pre_online = None  # services.ha.pre_online.PreOnlineDriver of a master that needs it
         self.started_ms = 0
 
     @property
     def broker_id(self) -> int:
         return self.replication.broker_id
+
+    @property
+    def pre_online_pending(self) -> bool:
+        """A master that has not taken its group's tables back yet (``ha.role.pre_online``)."""
+        return self.pre_online is not None and not self.pre_online.done
 
     # ---- lifecycle ----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -140,7 +148,7 @@ class Broker:
         facts = ReplicaFacts(role=self.role, own_id=self.config.broker_id, acting_enabled=self.acting.enabled,
                              handover_done=self.acting.handover_done, view=self.acting.view,
                              master_connected=bool(getattr(self.replication, "copying_from_master", False)),
-                             last_handover_ms=self.acting.last_handover_ms)
+                             last_handover_ms=self.acting.last_handover_ms, pre_online=self.pre_online_pending)
         return decide_special_services(facts, self.clock.now_ms(), self.config.member_group_stale_ms)
 
     async def apply_role(self) -> None:
@@ -157,7 +165,7 @@ class Broker:
                 await self._stop_special()
             if decision.run and not self._special_running:
                 self._start_special(decision.acting)
-            if decision.run or not self.acting.enabled or self.role != "MASTER":
+            if decision.reason not in (Reason.AWAITING_HANDOVER, Reason.PRE_ONLINE):
                 self._handed_over.set()
 
     def _start_special(self, acting: bool) -> None:
@@ -390,8 +398,16 @@ class Broker:
         self.pop.catch_up()
         return self.pop.keeper.versioned_table(self.clock.now_ms())
 
-    async def write_consumer_offsets(self, expected: DataVersion, offsets: Sequence[QueueOffset]) -> OffsetWriteDecision:
+    def _offsets_writable(self) -> None:
+        """An operator's offset write or reset: a master, and not in pre-online (the tables it
+        takes back from its slaves would override the write)."""
         self._writable()
+        if self.pre_online_pending:
+            raise RequestRejected(Code.HA_NOT_AVAILABLE, f"broker {self.name} is in pre-online: it takes its "
+                                  "group's offsets back from its slaves first; write again once it is online")
+
+    async def write_consumer_offsets(self, expected: DataVersion, offsets: Sequence[QueueOffset]) -> OffsetWriteDecision:
+        self._offsets_writable()
         return await self.pop.write_offsets(expected, offsets)
 
     def replica_metadata(self) -> ReplicaMetadata:
@@ -401,7 +417,7 @@ class Broker:
         """Each queue of ``topic`` to the first message stored at or after ``timestamp_ms``
         (``None``: its max offset, skipping everything accumulated); masters only.  Returns
         (queue id, old offset, new offset) per queue."""
-        self._writable()
+        self._offsets_writable()
         config = self.topics.get(topic)
         if config is None:
             raise RequestRejected(Code.TOPIC_NOT_FOUND, f"topic {topic} does not exist on broker {self.name}")
@@ -435,6 +451,7 @@ class Broker:
                 "brokerRole": self.config.broker_role.value, "uptimeMs": self.clock.now_ms() - self.started_ms,
                 "specialServicesRunning": self._special_running, "acting": self._acting_now,
                 "actingMaster": self.acting.status(),
+                **({"preOnline": self.pre_online.status()} if self.pre_online is not None else {}),
                 "storeSizeBytes": self.store.disk_usage_bytes(), "messageCount": messages,
                 "topicCount": len(self.topics.table.topics), "groupCount": len(self.groups.table.groups),
                 **({"ha": ha} if (ha := self.replication.status()) is not None else {})}

@@ -121,6 +121,25 @@ class BrokerConfig:
         "handoverTimeoutMillis", 3_000, minimum=100, maximum=60_000, unit="ms",
         doc="acting mode: deadline of a returning master's call that takes the special state back from each "
             "acting member; a member that does not answer is skipped (ours)")
+    skip_pre_online: bool = config_field(
+        "skipPreOnline", False,
+        doc="a master with totalReplicas > 1 goes online at once instead of first taking its group's tables back "
+            "from its slaves (pre-online: no registration, heartbeat or special service until then)")
+    pre_online_transfer_timeout_ms: int = config_field(
+        "preOnlineTransferTimeoutMillis", 10_000, minimum=100, maximum=600_000, unit="ms",
+        doc="pre-online: how long a master waits for a slave's replication to reach TRANSFER after telling it where "
+            "it is (upstream's 10 s CONNECTION_ESTABLISH_TIMEOUT)")
+    pre_online_sync_timeout_ms: int = config_field(
+        "preOnlineSyncTimeoutMillis", 30_000, minimum=100, maximum=600_000, unit="ms",
+        doc="pre-online: deadline of each call to a slave (telling it where the master is; pulling its consumer "
+            "offsets, timer, transaction and pop state) (ours)")
+    pre_online_retry_interval_ms: int = config_field(
+        "preOnlineRetryIntervalMillis", 1_000, minimum=10, maximum=600_000, unit="ms",
+        doc="pre-online: pause after a failed attempt (upstream's 1 s)")
+    pre_online_max_attempts: int = config_field(
+        "preOnlineMaxAttempts", 0, minimum=0, maximum=1_000_000, unit="attempts",
+        doc="pre-online: go online with the master's own tables after this many failed attempts (0: never; the "
+            "master stays out of routes until a reachable slave was synced) (ours)")
 
     def __post_init__(self) -> None:
         if not isinstance(self.broker_role, BrokerRole):

@@ -19,6 +19,8 @@ Rules:
   sync (HA_NOT_AVAILABLE); :meth:`wait_replicated` waits for the needed acks until the core
   times the wait out after ``slaveTimeout`` (SLAVE_PERSISTENCE_TIMEOUT: the message stays in
   the log, as upstream).
+* :meth:`transferring_slaves` names the slaves whose connection reached TRANSFER (their first
+  ack); listeners (:meth:`add_transfer_listener`, pre-online) are told when that set changes.
 * :meth:`stop` (the broker stops, or stops being master) closes every stream and fails every
   waiting put with HA_NOT_AVAILABLE: a put not yet replicated is not acknowledged by a
   broker that is no longer master.
@@ -32,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 
 from ha.replication.config import BrokerRole, HaConfig
+from ha.replication.master import MasterSessionState
 from ha.replication.master_group import GroupSettings, MasterGroup, MasterGroupOutput, MasterLog, Proposal
 from ha.replication.messages import SlaveAck, SlaveHandshake
 from ha.replication.quorum import QuorumRejection, WaitForAcks
@@ -81,6 +84,7 @@ class ReplicationMaster:
         self._proposing: set[asyncio.Task] = set()
         self._stopped = False
         self._metadata_version = int.from_bytes(os.urandom(4), "big") << 16  # a restart is a change too
+        self._transfer_listeners: list[Callable[[], None]] = []
         if propose is None:
             store.epochs.start_epoch(NON_CONTROLLER_EPOCH, store.commit_log_min_offset)
         store.add_write_listener(self._on_written)
@@ -119,6 +123,23 @@ class ReplicationMaster:
     def _limit_reads(self) -> None:
         alone = self.group.sync_state_set == frozenset({self.self_id})
         self.store.set_read_limit(None if alone else self.group.tracker.confirm_offset)
+
+    def transferring_slaves(self) -> frozenset[int]:
+        """The slave ids whose open connection is in TRANSFER (it acked once after its handshake)."""
+        return frozenset(stream.slave_id for stream in self.streams.values()
+                         if not stream.closed and (session := self.group.session_of(stream.token)) is not None
+                         and session.state is MasterSessionState.TRANSFER)
+
+    def add_transfer_listener(self, fn: Callable[[], None]) -> None:
+        self._transfer_listeners.append(fn)
+
+    def remove_transfer_listener(self, fn: Callable[[], None]) -> None:
+        if fn in self._transfer_listeners:
+            self._transfer_listeners.remove(fn)
+
+    def _transfer_changed(self) -> None:
+        for listener in list(self._transfer_listeners):
+            listener()
 
     def _on_written(self, write_offset: int) -> None:
         for stream in self.streams.values():
@@ -271,6 +292,7 @@ class ReplicationMaster:
     def _stream_ended(self, stream: SlaveStream) -> None:
         log.info("%s: slave %d stream ended (%s)", self.name, stream.slave_id, stream.close_reason or "closed")
         self.streams.pop(stream.token, None)
+        self._transfer_changed()
         if not self._stopped:
             self._carry_out(self.group.disconnected(stream.token, self.log(), self.clock.monotonic_ms()))
 
@@ -285,15 +307,21 @@ class ReplicationMaster:
                 if decoded is None or not isinstance(decoded[1], SlaveAck):
                     self._close(stream, "BAD_FRAME")
                     return
+                session = self.group.session_of(stream.token)
+                was_transferring = session is not None and session.state is MasterSessionState.TRANSFER
                 self._carry_out(self.group.on_ack(stream.token, decoded[1], self.log(), self.clock.monotonic_ms()))
+                if not was_transferring and session is not None and session.state is MasterSessionState.TRANSFER:
+                    self._transfer_changed()
         except (OSError, WireError) as failure:
             self._close(stream, f"READ_FAILED: {failure}")
 
     def _close(self, stream: SlaveStream, reason: str) -> None:
-        stream.closed = True
+        was_open, stream.closed = not stream.closed, True
         stream.close_reason = stream.close_reason or reason
         stream.wake.set()
         stream.link.shutdown()  # wakes a send or receive blocked on the socket
+        if was_open:
+            self._transfer_changed()
 
     async def _send_loop(self, link: Link, stream: SlaveStream) -> None:
         """Batches to the slave; the next one is read, indexed and encoded while the last one is

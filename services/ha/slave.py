@@ -7,7 +7,8 @@ Rules:
   registration.  ``HaService.Locate`` there names the container's replication port
   (``haListenPort``), and the slave connects to it (framing in services/ha/wire.py), each step
   within ``haConnectTimeoutMillis``.  A failed or closed connection is retried after
-  ``haConnectRetryInterval``; every close is logged with its reason (a master's refusal with
+  ``haConnectRetryInterval`` (cut short by :meth:`ReplicationSlave.wake`: a returning master
+  offered itself, pre-online); every close is logged with its reason (a master's refusal with
   the master's words).  A master whose epoch is older than the one the controller announced
   (``known_master_epoch``) is fenced.
 * A pipeline on three threads: batch N+2 arrives (the link's thread) while N+1 is checked
@@ -81,6 +82,8 @@ class ReplicationSlave:
         self._task: asyncio.Task | None = None
         self._link: Link | None = None
         self.master_client_endpoint = ""   # the master container's client endpoint for this group (Locate)
+        self._wake = asyncio.Event()
+        self.offered_master = ""  # a master in pre-online told us where it is (OfferMaster)
         store.set_read_limit(store.confirm_offset)
 
     # --- lifecycle -------------------------------------------------------------------------------
@@ -116,7 +119,31 @@ class ReplicationSlave:
                     self._closed(f"CONNECTION_FAILED: {failure}")
                 except StoreError as failure:
                     self._closed(f"STORE_FAILED: {failure}")
-            await asyncio.sleep(self.config.ha_connect_retry_interval_ms / 1000)
+            await self._pause()
+
+    async def _pause(self) -> None:
+        """The pause between connections, ended early by :meth:`wake`."""
+        waiter = asyncio.ensure_future(self._wake.wait())
+        try:  # asyncio.wait, not asyncio.timeout: a cancellation must never turn into a timeout
+            await asyncio.wait([waiter], timeout=self.config.ha_connect_retry_interval_ms / 1000)
+        finally:
+            waiter.cancel()
+        self._wake.clear()
+
+    def offer_master(self, address: str) -> str:
+        """A returning master in pre-online says where it is (its container's internal address):
+        used when neither ``haMasterAddress`` nor the nameserver names one; connect now if
+        waiting between connections.  Returns this slave's replication state."""
+        if address != self.offered_master:
+            log.info("%s-%d: master offered itself at %s", self.name, self.slave_id, address)
+        self.offered_master = address
+        self._wake.set()
+        return self.state
+
+    @property
+    def state(self) -> str:
+        session = self.session
+        return session.state.value if session else SlaveState.READY.value
 
     def _closed(self, reason: str) -> None:
         if reason != self.last_close:
@@ -302,10 +329,9 @@ class ReplicationSlave:
 
     # --- status ----------------------------------------------------------------------------------
     def status(self) -> dict:
-        session = self.session
         return {"brokerName": self.name, "role": "SLAVE", "slaveId": self.slave_id,
-                "state": session.state.value if session else SlaveState.READY.value,
-                "masterAddress": self.connected_to, "lastClose": self.last_close,
+                "state": self.state,
+                "masterAddress": self.connected_to, "lastClose": self.last_close, "offeredMaster": self.offered_master,
                 "maxOffset": self.store.commit_log_max_offset, "minOffset": self.store.commit_log_min_offset,
                 "queueOffsetTotal": queue_offset_total(self.store),
                 "ackedOffset": self.acked_offset, "confirmOffset": self.store.confirm_offset,

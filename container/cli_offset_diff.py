@@ -9,12 +9,14 @@ Rules:
 - The job runs in-process; with no ``--master`` it uses ``local[*]``.
 - ``--replica`` fetches live replicas first (services/offset_fetch.py, plain Python with
   timeouts), then runs the job on the fetched parquet; a replica that cannot be fetched
-  is an error naming it, never a smaller diff.
+  is an error naming it, never a smaller diff.  ``--snapshot``/``--manifest`` files given
+  with it are written into the same parquet (a dead master's files next to its live slaves:
+  the diff a pre-online gate needs before the master is restarted).
 - ``--apply DIR`` writes a plan: one made from live ``--replica`` fetches through the admin
   API's compare-and-set ``WriteConsumerOffsets`` on each master (services/offset_apply.py,
   no Spark), one made from files by spark_tools/offset_apply.py.
 - Exit codes: 0 in sync, 1 tool or input error (a CliError), 2 diverged but safe,
-  3 needs a human.  ``--apply``: 0 applied, 1 unusable plan, 3 needs a human (re-plan).
+  3 needs a human; ``--gate pre-online``: 0 a rejoin rolls no consumer back, 4 it would.  ``--apply``: 0 applied, 1 unusable plan, 3 needs a human (re-plan).
 - Progress goes to stderr, one line per stage with the seconds since start (fetching,
   reading, starting Spark, diffing, writing); ``--quiet`` keeps it silent.  The report
   stays alone on stdout.
@@ -47,6 +49,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--master", help=f"Spark master URL (default {DEFAULT_MASTER})")
     parser.add_argument("--shuffle-partitions", type=int, metavar="N", help="spark.sql.shuffle.partitions")
     parser.add_argument("--apply", metavar="PLAN_DIR", help="write a plan made with --output, after re-checking DataVersions")
+    parser.add_argument("--gate", choices=("pre-online",), help="pre-online: per consumer group, what a rejoining master "
+                        "adopts and what would roll back; exit 4 when a rejoin would roll any consumer back, 0 when none")
 
 
 def _add_fetch_arguments(parser: argparse.ArgumentParser) -> None:
@@ -108,17 +112,35 @@ def _fetch(args: argparse.Namespace) -> str:
     from container.cli import CliError
     from services.offset_fetch import AdminReplicaSource, FetchConfig, FetchError, ReplicaTarget, fetch_all, write_parquet
 
-    if args.snapshot or args.manifest or args.input_parquet:
-        raise CliError("offset-diff: --replica cannot be combined with --snapshot, --manifest or --input-parquet", EXIT_ERROR)
+    if args.input_parquet:
+        raise CliError("offset-diff: --replica cannot be combined with --input-parquet", EXIT_ERROR)
     try:
         config = FetchConfig(concurrency=args.fetch_concurrency, timeout_ms=args.fetch_timeout_ms).validate()
         targets = [ReplicaTarget.parse(text) for text in args.replica]
-        args.progress(f"fetching {len(targets)} live replicas")
+        files = _snapshot_files(args)
+        args.progress(f"fetching {len(targets)} live replicas" + (f", reading {len(files)} files" if files else ""))
         result = fetch_all(targets, AdminReplicaSource(config), config)
         folder = args.fetch_dir or (os.path.join(args.output, "fetch") if args.output else tempfile.mkdtemp(prefix="relaymq-offset-fetch-"))
-        return write_parquet(result, folder, int(time.time() * 1000))
+        return write_parquet(result, folder, int(time.time() * 1000), files)
     except FetchError as exc:
         raise CliError(f"offset-diff: {exc}", EXIT_ERROR) from None
+
+
+def _snapshot_files(args: argparse.Namespace) -> list:
+    """Files given next to --replica, as FileReplica rows for the fetch folder (then read from there)."""
+    from services.offset_fetch import FileReplica
+
+    inputs = importlib.import_module("spark_tools.offset_inputs")
+    specs = [inputs.parse_snapshot_spec(text) for text in args.snapshot or ()]
+    if args.manifest:
+        specs += inputs.read_manifest(args.manifest)
+    files = []
+    for spec in specs:
+        replica, table = inputs.read_snapshot(spec, 1 << 30)
+        files.append(FileReplica(replica.broker_group, replica.broker_id, replica.role, table, replica.source,
+                                 replica.fetched_at_ms))
+    args.snapshot, args.manifest = [], None
+    return files
 
 
 def _apply_live(args: argparse.Namespace) -> int | None:
@@ -141,6 +163,8 @@ def _handle(args: argparse.Namespace) -> int:
     from container.cli import CliError
 
     args.progress = Progress(args.quiet)
+    if args.apply and args.gate:
+        raise CliError("offset-diff: --gate checks a rejoin before it happens; it does not combine with --apply", EXIT_ERROR)
     if args.apply:
         applied = _apply_live(args)
         if applied is not None:
@@ -189,7 +213,8 @@ def register(subparsers, admin_subparsers) -> None:
         help="compare replicas' consumer offsets before a master rejoins (Spark)",
         description="Per broker group and per (consumer group, topic, queue): how far replicas' committed offsets "
                     "disagree, what RocketMQ's pre-online reverse sync would pick, the rollback each choice causes, "
-                    "and a safe merged plan. Exit 0 in sync, 1 error, 2 diverged but safe, 3 needs a human.",
+                    "and a safe merged plan. Exit 0 in sync, 1 error, 2 diverged but safe, 3 needs a human; with "
+                    "--gate pre-online: 0 when a rejoin rolls no consumer back, 4 when it would.",
     )
     _add_arguments(parser)
     _add_fetch_arguments(parser)

@@ -104,6 +104,18 @@ class ReplicaSource(Protocol):
 
 
 @dataclass(frozen=True)
+class FileReplica:
+    """A replica read from its files (a stopped master), written next to the fetched ones."""
+
+    broker_group: str
+    broker_id: int
+    role: str
+    table: ConsumerOffsetTable
+    source: str
+    modified_ms: int = 0
+
+
+@dataclass(frozen=True)
 class FetchResult:
     fetched: tuple[tuple[ReplicaTarget, FetchedReplica], ...]
     failures: tuple[str, ...]  # "group@address: reason"
@@ -146,15 +158,24 @@ def _offset_rows(group: str, broker_id: int, table: ConsumerOffsetTable) -> dict
     return columns
 
 
-def write_parquet(result: FetchResult, out_dir: str, now_ms: int) -> str:
-    """Write the flat layout; refuses (FetchError) when any replica is missing."""
+def write_parquet(result: FetchResult, out_dir: str, now_ms: int, files: Sequence[FileReplica] = ()) -> str:
+    """Write the flat layout (``files``: replicas read from files, written alongside); refuses
+    (FetchError) when any replica is missing."""
     if result.failures:
         raise FetchError("cannot diff an incomplete set of replicas: " + "; ".join(result.failures))
-    if not result.fetched:
+    if not result.fetched and not files:
         raise FetchError("no replica to write")
     for part in ("replicas", "offsets", "queues"):
         os.makedirs(os.path.join(out_dir, part), exist_ok=True)
     replicas: dict[str, list] = {name: [] for name in REPLICAS_SCHEMA.names}
+    for replica in files:
+        version = replica.table.data_version
+        row = (replica.broker_group, replica.broker_id, replica.role, version.state_version, version.counter,
+               version.timestamp_ms, replica.source, "", replica.modified_ms)
+        for name, value in zip(REPLICAS_SCHEMA.names, row):
+            replicas[name].append(value)
+        offsets = pyarrow.table(_offset_rows(replica.broker_group, replica.broker_id, replica.table), schema=OFFSETS_SCHEMA)
+        pyarrow.parquet.write_table(offsets, os.path.join(out_dir, "offsets", f"part-{replica.broker_group}-{replica.broker_id}.parquet"))
     for target, replica in result.fetched:
         version = replica.table.data_version
         row = (target.broker_group, replica.broker_id, replica.role, version.state_version, version.counter,

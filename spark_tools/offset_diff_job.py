@@ -5,7 +5,8 @@ Rules:
   ``relaymq offset-diff``'s default, ``local[*]``) sets one.  Driver memory belongs on the
   launcher.
 - Exit codes: 0 in sync (within ``--tolerance``), 1 tool or input error (a crash never looks
-  in sync), 2 diverged but the safe plan is conflict-free, 3 needs a human.
+  in sync), 2 diverged but the safe plan is conflict-free, 3 needs a human.  With
+  ``--gate pre-online``: 0 when a rejoin rolls no consumer back, 4 when it would, 1 error.
 - Inputs are validated before the session starts; errors name the file or flag.
 - Only the driver imports RelayMQ code: executors run built-in Spark functions only, so a
   cluster needs our packages on the driver alone (``--py-files`` in cluster deploy mode).
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from spark_tools.offset_diff_model import EXIT_ERROR, OffsetDiffInputError  # noqa: E402
+from spark_tools.offset_diff_model import EXIT_ERROR, GATES, OffsetDiffInputError  # noqa: E402
 from spark_tools.offset_inputs import SnapshotSpec, parse_snapshot_spec, read_manifest  # noqa: E402
 
 
@@ -47,6 +48,7 @@ class DiffConfig:
     shuffle_partitions: int | None = None  # None: 2 per core unless spark.sql.shuffle.partitions was set
     app_name: str = "relaymq-offset-diff"
     extra_conf: tuple[tuple[str, str], ...] = field(default=())
+    gate: str | None = None  # "pre-online": exit 4 when a rejoin would roll any consumer back
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -61,6 +63,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--master", help="Spark master URL (default: spark-submit's, or local[*] from relaymq)")
     parser.add_argument("--shuffle-partitions", type=int, metavar="N", help="spark.sql.shuffle.partitions")
     parser.add_argument("--apply", metavar="PLAN_DIR", help="write a plan made with --output, after re-checking DataVersions")
+    parser.add_argument("--gate", choices=GATES, help="pre-online: per consumer group, what a rejoining master adopts and "
+                        "what would roll back; exit 4 when a rejoin would roll any consumer back, 0 when none")
 
 
 def config_from_args(args: argparse.Namespace, default_master: str | None = None) -> DiffConfig:
@@ -75,7 +79,8 @@ def config_from_args(args: argparse.Namespace, default_master: str | None = None
     if args.input_parquet and not os.path.isdir(args.input_parquet):
         raise OffsetDiffInputError(f"--input-parquet {args.input_parquet}: not a directory")
     return DiffConfig(snapshots=tuple(specs), input_parquet=args.input_parquet, output=args.output, tolerance=args.tolerance,
-                      top_k=args.top_k, master=args.master or default_master, shuffle_partitions=args.shuffle_partitions)
+                      top_k=args.top_k, master=args.master or default_master, shuffle_partitions=args.shuffle_partitions,
+                      gate=args.gate)
 
 
 def build_session(config: DiffConfig):
@@ -134,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     add_arguments(parser)
     args = parser.parse_args(argv)
     try:
+        if args.apply and args.gate:
+            raise OffsetDiffInputError("--gate checks a rejoin before it happens; it does not combine with --apply")
         if args.apply:
             from spark_tools.offset_apply import apply_plan
 

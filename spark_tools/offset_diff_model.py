@@ -47,6 +47,9 @@ VERDICT_DIVERGED = "DIVERGED"
 VERDICT_NEEDS_HUMAN = "NEEDS_HUMAN"
 EXIT_CODES = {VERDICT_IN_SYNC: 0, VERDICT_DIVERGED: 2, VERDICT_NEEDS_HUMAN: 3}
 EXIT_ERROR = 1
+GATE_PRE_ONLINE = "pre-online"
+GATES = (GATE_PRE_ONLINE,)
+EXIT_GATE_OPEN, EXIT_GATE_CLOSED = 0, 4  # --gate pre-online: a rejoin rolls no consumer back / would roll some back
 
 
 class OffsetDiffInputError(ValueError):

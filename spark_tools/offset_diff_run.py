@@ -90,7 +90,7 @@ def report(spark, config, replicas, detail, broker_ids, now_ms: int, out: TextIO
     """With --output the detail is written once and re-read (columnar) for everything else;
     without, one pass over the detail builds the small compact frame the console needs."""
     from spark_tools import offset_outputs, offset_rollups
-    from spark_tools.offset_report import build_summary, render_console
+    from spark_tools.offset_report import build_gate, build_summary, render_console, render_gate
 
     source = detail
     progress(f"diffing {len(replicas)} replicas" + (f", writing the detail to {config.output}" if config.output else ""))
@@ -110,9 +110,13 @@ def report(spark, config, replicas, detail, broker_ids, now_ms: int, out: TextIO
         one_sided = offset_rollups.one_sided_keys(compacted, broker_ids, config.one_sided_limit)
         histograms = {label: offset_rollups.rollback_histogram(compacted, column)
                       for label, column in (("if master wins", "rollback_if_master_wins"), ("native", "rollback_native"))} if config.output else {}
+        if config.gate:
+            summary["gate"] = build_gate(offset_rollups.consumer_groups(compacted, config.tolerance), plans)
     finally:
         compacted.unpersist()
     out.write(render_console(summary, top, one_sided))
+    if config.gate:
+        out.write("\n" + render_gate(summary["gate"], plans, config.top_k))
     if config.output:
         progress(f"writing the plan, summary and plots to {config.output}")
         summary["plan"] = offset_outputs.write_plan(source, replicas, config.output, now_ms)
@@ -136,4 +140,4 @@ def execute(spark, config, now_ms: int, out: TextIO, snapshots=None, progress=_s
     except (PySparkException, Py4JJavaError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise OffsetDiffInputError(f"Spark job failed: {first}") from None
-    return int(summary["exit_code"])
+    return int(summary["gate"]["exit_code"] if "gate" in summary else summary["exit_code"])

@@ -9,13 +9,19 @@ Rules:
 - Rollback totals sum the keys that have an offset under that choice; a queue the choice
   drops (absent offset) is counted in ``native_dropped`` instead.
 - The top-K table's TOTAL line is the sum of the rows printed above it.
+- ``--gate pre-online`` (:func:`build_gate`): per consumer group, what each master adopts
+  when it rejoins (the native outcome: the broker's own pre-online rule), what the rejoin
+  would roll back (beyond ``--tolerance``) or drop, and what would roll back if the master's
+  own table won.  The gate is closed (exit 4) when a rejoin rolls any consumer back or drops
+  any queue's offset; open (exit 0) otherwise.
 """
 from __future__ import annotations
 
 import datetime
 from typing import Any, Iterable, Mapping, Sequence
 
-from spark_tools.offset_diff_model import EXIT_CODES, GroupPlan, Replica, verdict
+from spark_tools.offset_diff_model import (EXIT_CODES, EXIT_GATE_CLOSED, EXIT_GATE_OPEN, GATE_PRE_ONLINE, GroupPlan, Replica,
+                                           verdict)
 
 SCHEMA_VERSION = 1
 GROUP_COUNTERS = ("keys_total", "keys_in_sync", "keys_diverged", "keys_one_sided", "keys_beyond_tolerance",
@@ -125,3 +131,48 @@ def render_console(summary: Mapping[str, Any], top_rows: Sequence[Mapping[str, A
     lines = _provenance(summary) + ["", verdict_line(summary), ""] + _groups(summary) + [""]
     lines += _top(top_rows) + [""] + _one_sided(one_sided_rows, summary["keys_one_sided"])
     return "\n".join(lines) + "\n"
+
+
+GATE_COUNTERS = ("keys", "keys_adopted", "messages_advanced", "keys_rolled_back", "rollback_on_rejoin", "keys_dropped",
+                 "rollback_if_master_wins")
+
+
+def build_gate(consumer_rows: Iterable[Mapping[str, Any]], plans: Mapping[str, GroupPlan]) -> dict[str, Any]:
+    groups = [{"broker_group": row["broker_group"], "group": row["group"], **{c: int(row.get(c) or 0) for c in GATE_COUNTERS}}
+              for row in consumer_rows]
+    closing = [g for g in groups if g["keys_rolled_back"] or g["keys_dropped"]]
+    return {"mode": GATE_PRE_ONLINE, "open": not closing, "exit_code": EXIT_GATE_CLOSED if closing else EXIT_GATE_OPEN,
+            "consumer_groups_closing": len(closing),
+            **{c: sum(g[c] for g in groups) for c in GATE_COUNTERS},
+            "masters_adopt": {name: [i for i in plan.adopted if i != plan.master_id] for name, plan in sorted(plans.items())},
+            "consumer_groups": groups}
+
+
+def gate_line(gate: Mapping[str, Any]) -> str:
+    if gate["open"]:
+        return (f"GATE OPEN (pre-online): a rejoin rolls no consumer back; {len(gate['consumer_groups']):,} consumer "
+                f"groups, {gate['keys_adopted']:,} queues taken from slaves (+{gate['messages_advanced']:,} messages); "
+                f"if the masters' own tables won instead: {gate['rollback_if_master_wins']:,} messages consumed again")
+    return (f"GATE CLOSED (pre-online): a rejoin would roll back {gate['keys_rolled_back']:,} queues "
+            f"({gate['rollback_on_rejoin']:,} messages) and drop {gate['keys_dropped']:,} of "
+            f"{gate['consumer_groups_closing']:,} consumer groups")
+
+
+def render_gate(gate: Mapping[str, Any], plans: Mapping[str, GroupPlan], limit: int) -> str:
+    lines = ["PRE-ONLINE GATE: what each master takes when it rejoins (the broker's own rule, stateVersion > counter > "
+             "timestamp, ties adopt the slave, keys only the master has are kept)"]
+    for name, plan in sorted(plans.items()):
+        version = plan.native_version.to_json()
+        taken = [i for i in plan.adopted if i != plan.master_id]
+        lines.append(f"  {name}: master {plan.master_id} " + (f"adopts the tables of {taken}, ending at "
+                     f"{version['stateVersion']}/{version['counter']}/{version['timestamp']}" if taken else "keeps its own table"))
+    ordered = sorted(gate["consumer_groups"], key=lambda g: (-g["rollback_on_rejoin"] - g["keys_dropped"],
+                                                             -g["rollback_if_master_wins"], g["broker_group"], g["group"]))
+    header = ("broker_group", "consumer_group", "queues", "adopted", "advanced", "rolled_back", "rollback_on_rejoin",
+              "dropped", "rollback_if_master_wins")
+    rows = [(g["broker_group"], g["group"], g["keys"], g["keys_adopted"], g["messages_advanced"], g["keys_rolled_back"],
+             g["rollback_on_rejoin"], g["keys_dropped"], g["rollback_if_master_wins"]) for g in ordered[:limit]]
+    lines += _table(header, rows)
+    if len(ordered) > limit:
+        lines.append(f"  ... {len(ordered) - limit:,} more consumer groups (summary.json's gate lists every one)")
+    return "\n".join(lines + ["", gate_line(gate)]) + "\n"

@@ -3,8 +3,9 @@
 Rules:
 - The detail is never cached whole (materialising 10M wide rows costs more than computing
   them): :func:`compact` keeps every notable key (not in sync, or beyond the queue's max)
-  as its own row and folds the clean in-sync keys into one counted row per broker group,
-  in the same pass.  Every rollup below reads the compact frame and weights by ``rows``.
+  as its own row and folds the clean in-sync keys into one counted row per broker group and
+  consumer group, in the same pass (so :func:`consumer_groups`, the pre-online gate's view,
+  still counts every key of a consumer group).  Every rollup below reads the compact frame and weights by ``rows``.
 - Only summaries, top-K rows and histogram buckets reach the driver; never all keys
   (the plan files stream keys with ``toLocalIterator`` instead, see offset_outputs).
 - Top-K orders by the larger of the two rollbacks, then by key, so the report is stable.
@@ -25,14 +26,16 @@ KEY_PARTS = ("topic", "group", "queue_id")
 
 
 def compact(detail: DataFrame) -> DataFrame:
-    """Notable keys one row each (``rows`` 1); clean in-sync keys one row per broker group.
+    """Notable keys one row each (``rows`` 1); clean in-sync keys one row per broker group and
+    consumer group.
 
     ``status``, the detail's only string value, is a grouping key (it is constant over the
     folded in-sync rows): every remaining ``first`` is fixed-width, so Spark plans a hash
     aggregation, not a sort of all keys (which cost about a third of the job at 10M keys)."""
     notable = (F.col("status") != STATUS_IN_SYNC) | F.col("beyond_max") | F.col("stray")
     values = [name for name in detail.columns if name not in ("broker_group", "status", *KEY_PARTS)]
-    return (detail.groupBy("broker_group", "status", *(F.when(notable, F.col(name)).alias(name) for name in KEY_PARTS))
+    folded = [F.col(name) if name == "group" else F.when(notable, F.col(name)).alias(name) for name in KEY_PARTS]
+    return (detail.groupBy("broker_group", "status", *folded)
             .agg(F.count(F.lit(1)).alias("rows"), *(F.first(name).alias(name) for name in values)))
 
 
@@ -88,3 +91,24 @@ def rollback_histogram(detail: DataFrame, column: str) -> dict[int, int]:
     bucket = F.floor(F.log10(F.col(column))).cast(IntegerType())
     rows = detail.where(F.col(column) > 0).groupBy(bucket.alias("bucket")).agg(F.sum("rows").alias("queues")).collect()
     return {row["bucket"]: row["queues"] for row in rows}
+
+
+def consumer_groups(compacted: DataFrame, tolerance: int) -> list[dict[str, Any]]:
+    """The pre-online gate's view, one row per (broker group, consumer group): how many queues the
+    master takes from a slave and how far they advance it, how many a rejoin would roll back
+    (beyond ``tolerance``) or drop, and the rollback if the master's own table won."""
+    native, master = F.col("native_offset"), F.col("master_offset")
+    # in-sync keys (the folded rows among them: their values are each from some key) adopt nothing
+    adopted = (F.col("status") != STATUS_IN_SYNC) & native.isNotNull() & (master.isNull() | (native != master))
+    rolled_back = F.coalesce(F.col("rollback_native"), F.lit(0)) > tolerance
+    rows = compacted.groupBy("broker_group", "group").agg(
+        F.sum("rows").alias("keys"),
+        _count(adopted).alias("keys_adopted"),
+        F.coalesce(F.sum(F.when(adopted & master.isNotNull() & (native > master), (native - master) * F.col("rows"))),
+                   F.lit(0)).alias("messages_advanced"),
+        _count(rolled_back).alias("keys_rolled_back"),
+        F.coalesce(F.sum(F.when(rolled_back, F.col("rollback_native") * F.col("rows"))), F.lit(0)).alias("rollback_on_rejoin"),
+        _count(native.isNull()).alias("keys_dropped"),
+        F.coalesce(F.sum(F.col("rollback_if_master_wins") * F.col("rows")), F.lit(0)).alias("rollback_if_master_wins"),
+    ).orderBy("broker_group", "group").collect()
+    return [row.asDict() for row in rows]

@@ -189,3 +189,47 @@ def test_a_plan_from_live_fetches_is_what_the_live_apply_reads(spark, tmp_path):
     (target,) = plan.targets
     assert (target.broker_group, target.broker_id, target.address, target.planned, target.slaves) == ("broker-a", 0, "h:0", DataVersion(0, 0, 4), (1,))
     assert raises(plan.safe_table("broker-a"), tables[0]) == [QueueOffset("T", "G", 0, 70)]
+
+
+def _gate_inputs(folder, master_version, slave_version, master_offsets, slave_offsets):
+    """A stopped master's consumerOffset.json (file) next to its live slave (fetched), in one folder."""
+    from metadata.consumer_offsets import ConsumerOffsetTable, OffsetKey
+    from services.offset_fetch import FetchedReplica, FetchResult, FileReplica, ReplicaTarget, write_parquet
+
+    def table(version, offsets):
+        return ConsumerOffsetTable(version, {OffsetKey(topic, group): queues for (topic, group), queues in offsets.items()})
+
+    master = FileReplica("broker-a", 0, "master", table(master_version, master_offsets), "/data/a0/consumerOffset.json")
+    slave = (ReplicaTarget("broker-a", "h:2"), FetchedReplica(table(slave_version, slave_offsets), (), "slave", 1))
+    return write_parquet(FetchResult((slave,), ()), str(folder), now_ms=1, files=[master])
+
+
+def test_gate_open_when_the_rejoin_adopts_the_acting_slaves_table(spark, tmp_path):
+    master = {("T", "orders"): {0: 10, 1: 20}, ("T", "audit"): {0: 7}, ("T", "only-master"): {0: 3}}
+    slave = {("T", "orders"): {0: 40, 1: 20}, ("T", "audit"): {0: 7}}
+    folder = _gate_inputs(tmp_path / "in", DataVersion(0, 1, 90), DataVersion(1, 2, 50), master, slave)
+    out = io.StringIO()
+    assert run(DiffConfig(input_parquet=folder, output=str(tmp_path / "out"), gate="pre-online"), spark=spark, now_ms=0,
+               out=out) == 0
+    gate = json.loads((tmp_path / "out" / "summary.json").read_text())["gate"]
+    rows = {g["group"]: g for g in gate["consumer_groups"]}
+    assert gate["open"] and gate["masters_adopt"] == {"broker-a": [1]}
+    assert (rows["orders"]["keys"], rows["orders"]["keys_adopted"], rows["orders"]["messages_advanced"],
+            rows["orders"]["rollback_if_master_wins"], rows["orders"]["keys_rolled_back"]) == (2, 1, 30, 30, 0)
+    assert rows["audit"]["keys_adopted"] == 0 and rows["only-master"]["keys_dropped"] == 0  # kept
+    text = out.getvalue()
+    assert "GATE OPEN (pre-online)" in text and "master 0 adopts the tables of [1]" in text
+
+
+def test_gate_closed_when_the_masters_newer_table_would_roll_consumers_back(spark, tmp_path, capsys):
+    """The slave acted (offsets 40) but a stale master's table is newer by version (upstream #9711:
+    a store that did not bump): the rejoin keeps the master's 10 -- exit 4."""
+    master = {("T", "orders"): {0: 10}}
+    slave = {("T", "orders"): {0: 40}, ("T", "new"): {0: 5}}
+    folder = _gate_inputs(tmp_path / "in", DataVersion(2, 9, 1), DataVersion(1, 2, 50), master, slave)
+    out = io.StringIO()
+    assert run(DiffConfig(input_parquet=folder, gate="pre-online"), spark=spark, now_ms=0, out=out) == 4
+    text = out.getvalue()
+    assert "GATE CLOSED (pre-online): a rejoin would roll back 1 queues (30 messages) and drop 1 of 2 consumer groups" in text
+    assert "master 0 keeps its own table" in text
+

@@ -134,8 +134,20 @@ def test_replica_fetch_errors_are_one_line(capsys):
     assert cli.main(["offset-diff", "--replica", "broker-a@127.0.0.1:1", "--fetch-timeout-ms", "2000"]) == 1
     err = capsys.readouterr().err
     assert "incomplete set of replicas: broker-a@127.0.0.1:1: UNAVAILABLE" in err and len(errors(err)) == 1
-    assert cli.main(["offset-diff", "--replica", "broker-a@h:1", "--snapshot", "a:0=x"]) == 1
+    assert cli.main(["offset-diff", "--replica", "broker-a@h:1", "--input-parquet", "."]) == 1
     assert "cannot be combined" in capsys.readouterr().err
+    assert cli.main(["offset-diff", "--replica", "broker-a@h:1", "--snapshot", "a:0=x"]) == 1  # files are read first
+    assert errors(capsys.readouterr().err) == ["relaymq: offset-diff: x: No such file or directory"]
+
+
+def test_gate_takes_only_pre_online_and_not_with_apply(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["offset-diff", "--snapshot", "a:0=x", "--gate", "upgrade"])
+    assert "invalid choice: 'upgrade'" in capsys.readouterr().err
+    assert cli.main(["offset-diff", "--apply", "plan", "--gate", "pre-online"]) == 1
+    assert "does not combine with --apply" in capsys.readouterr().err
+    assert offset_diff_job.main(["--apply", "plan", "--gate", "pre-online"]) == 1
+    assert "does not combine with --apply" in capsys.readouterr().err
 
 
 def test_spark_that_cannot_start_is_one_line_exit_1(monkeypatch, capsys):

@@ -403,7 +403,7 @@ class Broker:
         takes back from its slaves would override the write)."""
         self._writable()
         if self.pre_online_pending:
-            raise RequestRejected(Code.HA_NOT_AVAILABLE, f"broker {self.name} is in pre-online: it takes its "
+            raise RequestRejected(Code.PRECONDITION_FAILED, f"broker {self.name} is in pre-online: it takes its "
                                   "group's offsets back from its slaves first; write again once it is online")
 
     async def write_consumer_offsets(self, expected: DataVersion, offsets: Sequence[QueueOffset]) -> OffsetWriteDecision:
@@ -411,6 +411,12 @@ class Broker:
         return await self.pop.write_offsets(expected, offsets)
 
     def replica_metadata(self) -> ReplicaMetadata:
+        """The tables a slave syncs from its master; refused while this master is in pre-online:
+        its tables may be older than the slave's, which it is about to take back (a slave that
+        copied them first would hand the stale copy back: upstream #1094's rollback)."""
+        if self.pre_online_pending:
+            raise RequestRejected(Code.PRECONDITION_FAILED, f"broker {self.name} is in pre-online: its tables are not "
+                                  "the group's yet; sync again once it is online")
         return snapshot_replica_metadata(self)
 
     async def reset_consumer_offsets(self, group: str, topic: str, timestamp_ms: int | None) -> list[tuple[int, int, int]]:

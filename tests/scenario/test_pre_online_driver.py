@@ -213,7 +213,12 @@ def test_no_peer_reachable_goes_online_with_its_own_tables_and_holds_writes_of_o
             await master.write_consumer_offsets(DataVersion(0, 1, 1), [])
             raise AssertionError("an offset write during pre-online must be refused")
         except RequestRejected as refused:
-            assert refused.code == Code.HA_NOT_AVAILABLE and "pre-online" in refused.message
+            assert refused.code == Code.PRECONDITION_FAILED and "pre-online" in refused.message
+        try:
+            master.replica_metadata()
+            raise AssertionError("a slave's metadata sync from a master in pre-online must be refused")
+        except RequestRejected as refused:
+            assert refused.code == Code.PRECONDITION_FAILED and "pre-online" in refused.message
         master.pre_online = None
         container = SlaveContainer(pair.slave, Connections(), reachable=False)
         assert await go_online(master, container, Nameserver({1: "slave:1"})) is OnlineReason.NO_PEER_REACHABLE

@@ -6,13 +6,19 @@ sorts keys alphabetically and pretty-prints with tabs.  :func:`loads` accepts th
 the ones Apache RocketMQ writes and reads.
 
 This is a small hand-written scanner because no maintained library parses the dialect;
-it is property-tested against ``json`` on strict input (tests/unit/test_fastjson.py).
+it is property-tested against ``json`` on strict input (tests/unit/test_fastjson.py).  Large
+documents (a million consumer-offset keys) take a fast path with the same results: bare
+integer keys are quoted by one regular-expression pass that steps over strings, then orjson
+parses it (anything orjson refuses goes through the scanner, which names the position); and a
+map whose values are all integers is written in one join.
 """
 from __future__ import annotations
 
 import json
 import re
 from typing import Any
+
+import orjson
 
 __all__ = ["FastJsonError", "loads", "dumps"]
 
@@ -26,6 +32,9 @@ class FastJsonError(ValueError):
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _BARE_KEY = re.compile(r"-?\d+")
 _WS = " \t\r\n"
+# a whole string (stepped over), or a bare integer key after "{" or "," (quoted)
+_LONG_DIGITS = re.compile(r"\d{19}")  # an integer orjson may turn into a float: the scanner keeps it exact
+_STRING_OR_BARE_KEY = re.compile(r'"(?:[^"\\]|\\.)*"|([{,]\s*)(-?\d+)(?=\s*:)')
 
 
 class _Scanner:
@@ -134,6 +143,11 @@ def loads(text: str | bytes) -> Any:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise FastJsonError(f"not UTF-8 (byte {exc.start})") from None
+    if not _LONG_DIGITS.search(text):
+        try:
+            return orjson.loads(_STRING_OR_BARE_KEY.sub(_quote_key, text))
+        except orjson.JSONDecodeError:
+            pass  # the scanner says where
     scanner = _Scanner(text)
     result = scanner.value(0)
     if scanner.peek():
@@ -141,11 +155,19 @@ def loads(text: str | bytes) -> Any:
     return result
 
 
+def _quote_key(match: re.Match) -> str:
+    return match.group(0) if match.group(2) is None else f'{match.group(1)}"{match.group(2)}"'
+
+
 def _dump(value: Any, indent: int, out: list[str]) -> None:
     pad = "\t" * (indent + 1)
     if isinstance(value, dict):
         if not value:
             out.append("{}")
+            return
+        if all(type(item) is int for item in value.values()):  # a queue -> offset map: one join
+            items = sorted(value.items(), key=lambda item: _sort_key(item[0]))
+            out.append("{\n" + ",\n".join(f"{pad}{_key(key)}:{item}" for key, item in items) + "\n" + "\t" * indent + "}")
             return
         out.append("{\n")
         items = sorted(value.items(), key=lambda item: _sort_key(item[0]))

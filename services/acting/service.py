@@ -17,6 +17,7 @@ Rules:
 """
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 from typing import Any, Callable, Protocol, Sequence
@@ -145,7 +146,8 @@ class ActingServicer(pb_grpc.ActingServiceServicer):
     @_rpc
     async def HandOver(self, request):
         broker, _ = self._broker(request.broker_name, request.broker_id)
-        return hand_over_to_proto(await hand_over(broker))
+        state = await hand_over(broker)
+        return await asyncio.to_thread(hand_over_to_proto, state)  # fresh documents: encoded off the loop
 
     @_rpc
     async def OfferMaster(self, request):

@@ -34,8 +34,11 @@ class AdminClient:
         assert timeout_ms > 0
         self.address = address
         self.timeout_s = timeout_ms / 1000
-        # reconnect within a second once the container is back (gRPC's default backoff grows to 2 minutes)
-        self._channel = grpc.aio.insecure_channel(address, options=[("grpc.max_reconnect_backoff_ms", 1000)])
+        # reconnect within a second once the container is back (gRPC's default backoff grows to 2 minutes);
+        # a master's tables (metadata sync: a million offset keys is about 13 MB) within the internal port's limit
+        self._channel = grpc.aio.insecure_channel(address, options=[("grpc.max_reconnect_backoff_ms", 1000),
+                                                                    ("grpc.max_receive_message_length", 64 << 20),
+                                                                    ("grpc.max_send_message_length", 64 << 20)])
         self._stub = pb_grpc.BrokerAdminStub(self._channel)
 
     async def call(self, method: str, request: Any) -> Any:

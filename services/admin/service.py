@@ -18,6 +18,8 @@ Rules:
 """
 from __future__ import annotations
 
+import asyncio
+
 import functools
 import inspect
 import json
@@ -248,7 +250,9 @@ class BrokerAdminServicer(pb_grpc.BrokerAdminServicer):
     async def GetReplicaMetadata(self, request: pb.AdminGetReplicaMetadataRequest) -> pb.AdminGetReplicaMetadataResponse:
         name = conv.broker_name(request.broker_name, required=True)
         wanted = conv.broker_id(request.broker_id) if request.HasField("broker_id") else None
-        return replica_metadata_to_proto(self._replica(name, wanted).replica_metadata())
+        snapshot = self._replica(name, wanted).replica_metadata()  # one consistent state, taken on the loop
+        # encoded in a thread (frozen tables): a million offset keys would hold the loop for a second
+        return await asyncio.to_thread(replica_metadata_to_proto, snapshot)
 
     @_rpc
     async def WriteConsumerOffsets(self, request: pb.AdminWriteConsumerOffsetsRequest) -> pb.AdminWriteConsumerOffsetsResponse:

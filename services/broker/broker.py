@@ -382,7 +382,8 @@ class Broker:
         return rows
 
     def consumer_progress(self, group: str, topic: str | None = None) -> list[QueueProgress]:
-        topics = [topic] if topic else sorted({t for t, g, _, _ in self.pop.keeper.table.rows() if g == group}
+        # the offset table's topic@group keys, not its rows: a million queues cost the metrics refresh seconds
+        topics = [topic] if topic else sorted({key.topic for key in self.pop.keeper.table.offsets if key.group == group}
                                                | {k.topic for k, _ in self.pop.table.items() if k.group == group})
         rows = []
         for name in topics:

@@ -151,7 +151,7 @@ class MetadataSync:
         request = pb.AdminGetReplicaMetadataRequest(broker_name=self.broker.name, broker_id=MASTER_ID)
         try:
             reply = await (await self._client_for(address)).call("GetReplicaMetadata", request)
-            metadata = replica_metadata_from_proto(reply)
+            metadata = await asyncio.to_thread(replica_metadata_from_proto, reply)  # off the loop: big tables
         except AdminUnavailable as exc:
             return SyncReport(SyncOutcome.FAILED, now, address, SyncProblem.MASTER_UNREACHABLE, str(exc))
         except AdminRejected as exc:

@@ -115,7 +115,8 @@ class PreOnlineDriver:
     async def _pull(self, member: Member, client: ActingClient) -> Action:
         request = pb.ActingHandOverRequest(broker_name=self.broker.name, broker_id=member.broker_id)
         try:
-            self._pulled = hand_over_from_proto(await client.call(member.address, "HandOver", request, self.timeout_ms))
+            reply = await client.call(member.address, "HandOver", request, self.timeout_ms)
+            self._pulled = await asyncio.to_thread(hand_over_from_proto, reply)  # a million keys: off the loop
             ok, detail = True, ""
         except (ActingError, ValueError) as exc:
             ok, detail = False, ("unreachable: " if isinstance(exc, ActingUnavailable) else "") + str(exc)

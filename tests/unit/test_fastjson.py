@@ -1,0 +1,74 @@
+"""fastjson's dialect (metadata/fastjson.py): the fast paths (orjson after quoting bare keys; one
+join per integer map) give exactly what the scanner and the plain writer give."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from metadata import fastjson
+
+tricky_text = st.text(alphabet=st.sampled_from(list('ab,:{}[]"\\\n\t 0123456789-é')), max_size=12)
+scalars = st.one_of(st.integers(-2**63, 2**63 - 1), tricky_text, st.booleans(), st.none())
+documents = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4),
+                            st.dictionaries(tricky_text, inner, max_size=4),
+                            st.dictionaries(st.integers(-50, 10**6), inner, max_size=4)),
+    max_leaves=25)
+
+
+def reference_dumps(value, indent=0) -> str:
+    """The writer without its fast path: every value through the general case."""
+    pad = "\t" * (indent + 1)
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        items = sorted(value.items(), key=lambda item: fastjson._sort_key(item[0]))
+        body = ",\n".join(pad + fastjson._key(k) + ":" + reference_dumps(v, indent + 1) for k, v in items)
+        return "{\n" + body + "\n" + "\t" * indent + "}"
+    if isinstance(value, list):
+        if not value:
+            return "[]"
+        return "[\n" + ",\n".join(pad + reference_dumps(v, indent + 1) for v in value) + "\n" + "\t" * indent + "]"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def scanned(text: str):
+    scanner = fastjson._Scanner(text)
+    result = scanner.value(0)
+    assert not scanner.peek()
+    return result
+
+
+@settings(max_examples=300, deadline=None)
+@given(documents)
+def test_writer_fast_path_is_byte_identical_and_reads_back_as_the_scanner_reads(document):
+    text = fastjson.dumps(document)
+    assert text == reference_dumps(document)
+    assert fastjson.loads(text) == scanned(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(documents)
+def test_strict_json_reads_the_same_through_both_paths(document):
+    text = json.dumps(document)
+    assert fastjson.loads(text) == scanned(text) == json.loads(text)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('{"a,1:":{0:1,12:3}}', {"a,1:": {"0": 1, "12": 3}}),  # a bare-key look-alike inside a string stays
+    ('{"x\\"{2:":[1,2],-3:{}}', {'x"{2:': [1, 2], "-3": {}}),
+    ("{\n\t0:37960,\n\t1:12\n}", {"0": 37960, "1": 12}),
+    ('{"big":123456789012345678901234567890}', {"big": 123456789012345678901234567890}),  # past orjson: the scanner
+])
+def test_known_shapes(text, expected):
+    assert fastjson.loads(text) == expected
+
+
+@pytest.mark.parametrize("text, message", [('{"a":1,}', "expected an object key"), ("{0:", "unexpected end of input"),
+                                           ('{"a":1} x', "trailing data")])
+def test_errors_still_name_the_position(text, message):
+    with pytest.raises(fastjson.FastJsonError, match=message):
+        fastjson.loads(text)

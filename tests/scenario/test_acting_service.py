@@ -11,7 +11,7 @@ from metadata.status import Code, RequestRejected
 from proto import acting_pb2 as pb
 from proto import acting_pb2_grpc as pb_grpc
 from services.acting.client import ActingClient, ActingRejected
-from services.acting.service import ActingServicer, BadActingRequest, escaped_items, queue_keys
+from services.acting.service import ActingServicer, BadActingRequest, NotASlave, escaped_items, queue_keys
 
 
 def message(**fields) -> pb.ActingEscapedMessage:
@@ -58,14 +58,26 @@ class FakeBroker:
 
 
 class FakeContainer:
+    def __init__(self):
+        self.offers = []
+
     def acting_broker(self, broker_name, broker_id):
         return (FakeBroker(), None) if broker_name == "broker-b" else None
+
+    def offer_master(self, broker_name, broker_id, master_address):
+        if broker_name != "broker-b":
+            return None
+        if broker_id == 2:
+            raise NotASlave("broker-b member 2 is master, not a slave")
+        self.offers.append((broker_name, broker_id, master_address))
+        return "HANDSHAKE"
 
 
 def test_refusals_over_grpc_carry_the_code_and_the_named_reason():
     async def scenario():
         server = grpc.aio.server()
-        pb_grpc.add_ActingServiceServicer_to_server(ActingServicer(FakeContainer()), server)
+        container = FakeContainer()
+        pb_grpc.add_ActingServiceServicer_to_server(ActingServicer(container), server)
         address = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
         await server.start()
         client = ActingClient()
@@ -81,11 +93,27 @@ def test_refusals_over_grpc_carry_the_code_and_the_named_reason():
                  grpc.StatusCode.FAILED_PRECONDITION, "FORBIDDEN"),
                 ("LockQueues", pb.ActingLockQueuesRequest(broker_name="broker-b", lease_ms=0),
                  grpc.StatusCode.INVALID_ARGUMENT, "BAD_REQUEST"),
+                *[("OfferMaster", pb.ActingOfferMasterRequest(**fields), code, reason) for fields, code, reason in [
+                    ({"broker_name": "broker-b", "broker_id": 1, "master_address": "nohostport"},
+                     grpc.StatusCode.INVALID_ARGUMENT, "BAD_REQUEST"),
+                    ({"broker_name": "broker-b", "broker_id": 1, "master_address": "h:70000"},
+                     grpc.StatusCode.INVALID_ARGUMENT, "BAD_REQUEST"),
+                    ({"broker_name": "broker-b", "broker_id": 0, "master_address": "h:1"},
+                     grpc.StatusCode.INVALID_ARGUMENT, "BAD_REQUEST"),
+                    ({"broker_name": "broker-b", "broker_id": 1, "master_address": "h:1", "master_broker_id": -1},
+                     grpc.StatusCode.INVALID_ARGUMENT, "BAD_REQUEST"),
+                    ({"broker_name": "broker-x", "broker_id": 1, "master_address": "h:1"},
+                     grpc.StatusCode.NOT_FOUND, "BROKER_NOT_EXIST"),
+                    ({"broker_name": "broker-b", "broker_id": 2, "master_address": "h:1"},
+                     grpc.StatusCode.FAILED_PRECONDITION, "NOT_A_SLAVE")]],
             ]
             for method, request, code, reason in cases:
                 with pytest.raises(ActingRejected) as refused:
                     await client.call(address, method, request, 5_000)
                 assert (refused.value.code, refused.value.reason) == (code, reason), (method, refused.value.details)
+            offered = await client.call(address, "OfferMaster", pb.ActingOfferMasterRequest(
+                broker_name="broker-b", broker_id=1, master_address="127.0.0.1:10911"), 5_000)
+            assert offered.replication_state == "HANDSHAKE" and container.offers == [("broker-b", 1, "127.0.0.1:10911")]
         finally:
             await client.close()
             await server.stop(0)

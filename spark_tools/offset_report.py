@@ -133,8 +133,8 @@ def render_console(summary: Mapping[str, Any], top_rows: Sequence[Mapping[str, A
     return "\n".join(lines) + "\n"
 
 
-GATE_COUNTERS = ("keys", "keys_adopted", "messages_advanced", "keys_rolled_back", "rollback_on_rejoin", "keys_dropped",
-                 "rollback_if_master_wins")
+GATE_COUNTERS = ("keys", "keys_adopted", "keys_master_lacks", "messages_advanced", "keys_rolled_back",
+                 "rollback_on_rejoin", "keys_dropped", "rollback_if_master_wins")
 
 
 def build_gate(consumer_rows: Iterable[Mapping[str, Any]], plans: Mapping[str, GroupPlan]) -> dict[str, Any]:
@@ -151,8 +151,9 @@ def build_gate(consumer_rows: Iterable[Mapping[str, Any]], plans: Mapping[str, G
 def gate_line(gate: Mapping[str, Any]) -> str:
     if gate["open"]:
         return (f"GATE OPEN (pre-online): a rejoin rolls no consumer back; {len(gate['consumer_groups']):,} consumer "
-                f"groups, {gate['keys_adopted']:,} queues taken from slaves (+{gate['messages_advanced']:,} messages); "
-                f"if the masters' own tables won instead: {gate['rollback_if_master_wins']:,} messages consumed again")
+                f"groups, {gate['keys_adopted']:,} queues taken from slaves (+{gate['messages_advanced']:,} messages, "
+                f"{gate['keys_master_lacks']:,} queues the masters have no offset for); if the masters' own tables won "
+                f"instead: {gate['rollback_if_master_wins']:,} messages consumed again, and those queues without an offset")
     return (f"GATE CLOSED (pre-online): a rejoin would roll back {gate['keys_rolled_back']:,} queues "
             f"({gate['rollback_on_rejoin']:,} messages) and drop {gate['keys_dropped']:,} of "
             f"{gate['consumer_groups_closing']:,} consumer groups")
@@ -167,11 +168,13 @@ def render_gate(gate: Mapping[str, Any], plans: Mapping[str, GroupPlan], limit: 
         lines.append(f"  {name}: master {plan.master_id} " + (f"adopts the tables of {taken}, ending at "
                      f"{version['stateVersion']}/{version['counter']}/{version['timestamp']}" if taken else "keeps its own table"))
     ordered = sorted(gate["consumer_groups"], key=lambda g: (-g["rollback_on_rejoin"] - g["keys_dropped"],
-                                                             -g["rollback_if_master_wins"], g["broker_group"], g["group"]))
-    header = ("broker_group", "consumer_group", "queues", "adopted", "advanced", "rolled_back", "rollback_on_rejoin",
-              "dropped", "rollback_if_master_wins")
-    rows = [(g["broker_group"], g["group"], g["keys"], g["keys_adopted"], g["messages_advanced"], g["keys_rolled_back"],
-             g["rollback_on_rejoin"], g["keys_dropped"], g["rollback_if_master_wins"]) for g in ordered[:limit]]
+                                                             -g["keys_adopted"], -g["rollback_if_master_wins"],
+                                                             g["broker_group"], g["group"]))
+    header = ("broker_group", "consumer_group", "queues", "adopted", "master_lacks", "advanced", "rolled_back",
+              "rollback_on_rejoin", "dropped", "rollback_if_master_wins")
+    rows = [(g["broker_group"], g["group"], g["keys"], g["keys_adopted"], g["keys_master_lacks"], g["messages_advanced"],
+             g["keys_rolled_back"], g["rollback_on_rejoin"], g["keys_dropped"], g["rollback_if_master_wins"])
+            for g in ordered[:limit]]
     lines += _table(header, rows)
     if len(ordered) > limit:
         lines.append(f"  ... {len(ordered) - limit:,} more consumer groups (summary.json's gate lists every one)")

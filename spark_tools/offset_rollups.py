@@ -95,8 +95,9 @@ def rollback_histogram(detail: DataFrame, column: str) -> dict[int, int]:
 
 def consumer_groups(compacted: DataFrame, tolerance: int) -> list[dict[str, Any]]:
     """The pre-online gate's view, one row per (broker group, consumer group): how many queues the
-    master takes from a slave and how far they advance it, how many a rejoin would roll back
-    (beyond ``tolerance``) or drop, and the rollback if the master's own table won."""
+    master takes from a slave (of them, how many it has no offset for) and how far they advance
+    it, how many a rejoin would roll back (beyond ``tolerance``) or drop, and the rollback if the
+    master's own table won."""
     native, master = F.col("native_offset"), F.col("master_offset")
     # in-sync keys (the folded rows among them: their values are each from some key) adopt nothing
     adopted = (F.col("status") != STATUS_IN_SYNC) & native.isNotNull() & (master.isNull() | (native != master))
@@ -109,6 +110,7 @@ def consumer_groups(compacted: DataFrame, tolerance: int) -> list[dict[str, Any]
         _count(rolled_back).alias("keys_rolled_back"),
         F.coalesce(F.sum(F.when(rolled_back, F.col("rollback_native") * F.col("rows"))), F.lit(0)).alias("rollback_on_rejoin"),
         _count(native.isNull()).alias("keys_dropped"),
+        _count(adopted & master.isNull()).alias("keys_master_lacks"),
         F.coalesce(F.sum(F.col("rollback_if_master_wins") * F.col("rows")), F.lit(0)).alias("rollback_if_master_wins"),
     ).orderBy("broker_group", "group").collect()
     return [row.asDict() for row in rows]

@@ -119,8 +119,9 @@ class BrokerConfig:
         doc="lockInStrictMode: how long a replica waits for its peers' grants (upstream's 2000 ms)")
     handover_timeout_ms: int = config_field(
         "handoverTimeoutMillis", 3_000, minimum=100, maximum=60_000, unit="ms",
-        doc="acting mode: deadline of a returning master's call that takes the special state back from each "
-            "acting member; a member that does not answer is skipped (ours)")
+        doc="a returning master holds pop calls at most this long while it takes its group's state back "
+            "(pre-online, or the hand-over); with skipPreOnline in acting mode, the deadline of its call to each "
+            "member; a member that does not answer is skipped (ours)")
     skip_pre_online: bool = config_field(
         "skipPreOnline", False,
         doc="a master with totalReplicas > 1 goes online at once instead of first taking its group's tables back "

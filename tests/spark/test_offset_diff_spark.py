@@ -217,6 +217,7 @@ def test_gate_open_when_the_rejoin_adopts_the_acting_slaves_table(spark, tmp_pat
     assert (rows["orders"]["keys"], rows["orders"]["keys_adopted"], rows["orders"]["messages_advanced"],
             rows["orders"]["rollback_if_master_wins"], rows["orders"]["keys_rolled_back"]) == (2, 1, 30, 30, 0)
     assert rows["audit"]["keys_adopted"] == 0 and rows["only-master"]["keys_dropped"] == 0  # kept
+    assert rows["orders"]["keys_master_lacks"] == 0
     text = out.getvalue()
     assert "GATE OPEN (pre-online)" in text and "master 0 adopts the tables of [1]" in text
 
@@ -231,5 +232,10 @@ def test_gate_closed_when_the_masters_newer_table_would_roll_consumers_back(spar
     assert run(DiffConfig(input_parquet=folder, gate="pre-online"), spark=spark, now_ms=0, out=out) == 4
     text = out.getvalue()
     assert "GATE CLOSED (pre-online): a rejoin would roll back 1 queues (30 messages) and drop 1 of 2 consumer groups" in text
+    slave_only = {("T", "orders"): {0: 40}, ("T", "new"): {0: 5}}
+    folder = _gate_inputs(tmp_path / "in2", DataVersion(0, 1, 1), DataVersion(1, 2, 50), master, slave_only)
+    out = io.StringIO()
+    assert run(DiffConfig(input_parquet=folder, gate="pre-online"), spark=spark, now_ms=0, out=out) == 0
+    assert "2 queues taken from slaves (+30 messages, 1 queues the masters have no offset for)" in out.getvalue()
     assert "master 0 keeps its own table" in text
 

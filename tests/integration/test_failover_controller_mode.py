@@ -61,6 +61,14 @@ def ha_of(cluster: ControllerModeCluster, index: int, broker: str) -> dict:
     return next(b["status"]["ha"] for b in document["brokers"] if b["brokerName"] == broker)
 
 
+def offsets_version(cluster: ControllerModeCluster, index: int):
+    """The DataVersion of broker-a's consumer offsets on the replica in container ``index``."""
+    from services.offset_fetch import AdminReplicaSource, FetchConfig, ReplicaTarget
+
+    target = ReplicaTarget("broker-a", f"127.0.0.1:{cluster.containers[index].admin_port}")
+    return AdminReplicaSource(FetchConfig()).fetch(target, 10).table.data_version
+
+
 def log_bytes(container_dir: Path, broker: str, end: int) -> bytes:
     segments = sorted((container_dir / broker / "commitlog").iterdir())
     data = b"".join(path.read_bytes() for path in segments)
@@ -107,6 +115,8 @@ def test_kill_9_of_a_master_fails_over_loses_nothing_and_the_old_master_rejoins_
     wait_for(lambda: ha_of(cluster, 0, "broker-a")["role"] == "SLAVE", 20, "the old master rejoins as a slave")
     wait_for(lambda: acked_after(producer, time.monotonic()) >= 0 and acked_after(producer, killed_at) > 300, 20,
              "the load continues with the old master back")
+    epoch = ha_of(cluster, 1, "broker-a")["masterEpoch"]  # scenario 33: the new master's tables carry its epoch
+    assert epoch >= 2 and offsets_version(cluster, 1).state_version == epoch
     counts = finish(cluster, producer, consumers)
     assert counts.lost == set(), f"{len(counts.lost)} acknowledged messages never consumed"
     assert counts.reorders() == 0

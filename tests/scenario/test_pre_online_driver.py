@@ -246,3 +246,45 @@ def test_a_nameserver_that_does_not_answer_keeps_the_master_in_pre_online(tmp_pa
         master.store.shutdown()
         await pair.stop()
     run(scenario())
+
+
+def test_the_delay_offset_update_step_bumps_the_timer_checkpoint_every_nth_resolution(tmp_path):
+    async def scenario():
+        pair = await Pair(tmp_path).start()
+        master = await returning_master(pair, tmp_path, delay_offset_update_version_step=2)
+        await master.start()
+        for index in range(3):
+            await master.timer.schedule(draft(message_id=f"D{index}"), pair.clock.now_ms())
+        master.timer.catch_up()
+        before = master.timer.data_version
+        await master.run_timer()  # three resolutions: the second bumps, the third does not
+        assert master.timer.data_version.counter == before.counter + 1
+        await master.stop()
+        master.store.shutdown()
+        await pair.stop()
+    run(scenario())
+
+
+def test_a_controller_mode_master_opens_its_epoch_on_every_table(tmp_path):
+    """Scenario 33: a new master's tables carry its epoch as stateVersion, so they are newer than
+    any table an older master wrote, whatever that one's counters say."""
+    async def scenario():
+        pair = await Pair(tmp_path).start()
+        master = await returning_master(pair, tmp_path)
+        await master.start()
+        master.pop.keeper.write({(TOPIC, "g", 0): 7}, DataVersion(1, 1, 2))
+        master.open_state_version(3)
+        versions = {master.pop.keeper.table.data_version.state_version, master.pop.data_version.state_version,
+                    master.timer.data_version.state_version, master.transactions.data_version.state_version}
+        assert versions == {3}
+        from services.broker.config_files import read_document
+        from metadata.consumer_offsets import parse_document
+        on_disk = read_document(master.pop.offset_path, parse_document)
+        assert on_disk.data_version.state_version == 3 and on_disk.get(TOPIC, "g", 0) == 7
+        from metadata.pre_online_merge import plan_merge
+        old_master = DataVersion(2, 10_000, 999)  # an older master that committed far more
+        assert plan_merge(0, {0: old_master, 1: on_disk.data_version}).adopts(1)
+        await master.stop()
+        master.store.shutdown()
+        await pair.stop()
+    run(scenario())

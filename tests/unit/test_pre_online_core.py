@@ -183,3 +183,14 @@ def test_status_names_the_step_and_the_member_it_waits_on():
     assert (status["step"], status["waitingOn"], status["waitingOnAddress"], status["waitedMs"], status["attempt"]) == \
         ("WAIT_TRANSFER", 1, "c2:1", 250, 1)
     assert status["onlineReason"] is None and status["onlineAfterMs"] is None and core.next_deadline_ms() == 10_150
+
+
+def test_a_master_in_pre_online_runs_no_special_service_acting_mode_or_not():
+    from ha.acting.special_services import Reason, ReplicaFacts, decide_special_services
+
+    for acting in (False, True):
+        facts = ReplicaFacts(role="MASTER", own_id=0, acting_enabled=acting, handover_done=False, pre_online=True)
+        decision = decide_special_services(facts, 0, 10_000)
+        assert (decision.run, decision.reason) == (False, Reason.PRE_ONLINE)
+    done = ReplicaFacts(role="MASTER", own_id=0, acting_enabled=True, handover_done=True, pre_online=False)
+    assert decide_special_services(done, 0, 10_000).reason is Reason.MASTER

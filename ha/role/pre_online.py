@@ -26,7 +26,8 @@ Rules:
   connection dropped since is synced again.  Otherwise RETRY_WAIT for ``retry_interval_ms``,
   then a new attempt with the members still pending (progress is kept across attempts, as
   upstream's ``waitBrokerIndex``), and after ``max_attempts`` failed attempts (0: no limit)
-  ONLINE (``GAVE_UP``).
+  ONLINE (``GAVE_UP``).  An error the driver did not expect fails the attempt the same way
+  (``DRIVER_ERROR``): the master neither goes online with unmerged tables nor stops trying.
 - A member set that cannot be read fails the attempt and is retried (the nameserver is needed
   to go online at all); it is not "no peer reachable".
 - Pure: events in, one :class:`Action` out; time is an argument; :meth:`PreOnline.next_deadline_ms`
@@ -64,6 +65,7 @@ class Failure(str, Enum):
     CONNECTION_LOST = "CONNECTION_LOST"
     PULL_FAILED = "PULL_FAILED"
     ADOPT_FAILED = "ADOPT_FAILED"
+    DRIVER_ERROR = "DRIVER_ERROR"  # the driver met an error it did not expect (a bug, a full disk)
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,11 @@ class PreOnline:
             return self._fail(Failure.ADOPT_FAILED, f"member {member_id}: {detail}", now_ms)
         self.synced.add(member_id)
         return self._next_member(now_ms)
+
+    def driver_failed(self, detail: str, now_ms: int) -> Action:
+        """The driver could not carry out the last action: the attempt fails (and is retried)."""
+        assert self.step is not Step.ONLINE
+        return self._fail(Failure.DRIVER_ERROR, detail, now_ms)
 
     def tick(self, now_ms: int) -> Action:
         if self.deadline_ms is None or now_ms < self.deadline_ms:

@@ -75,7 +75,11 @@ class PreOnlineDriver:
         try:
             action = self.core.start(self.clock.monotonic_ms())
             while action.online is None:
-                action = await self._carry_out(action, nameserver, client, own_address)
+                try:
+                    action = await self._carry_out(action, nameserver, client, own_address)
+                except Exception as exc:  # a bug or a full disk: this attempt fails, the next one retries
+                    log.exception("%s: pre-online step %s failed", name, self.core.step.value)
+                    action = self.core.driver_failed(f"{type(exc).__name__}: {exc}", self.clock.monotonic_ms())
         finally:
             master.remove_transfer_listener(self._changed.set)
         status = self.core.status(self.clock.monotonic_ms())

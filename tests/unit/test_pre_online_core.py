@@ -194,3 +194,16 @@ def test_a_master_in_pre_online_runs_no_special_service_acting_mode_or_not():
         assert (decision.run, decision.reason) == (False, Reason.PRE_ONLINE)
     done = ReplicaFacts(role="MASTER", own_id=0, acting_enabled=True, handover_done=True, pre_online=False)
     assert decide_special_services(done, 0, 10_000).reason is Reason.MASTER
+
+
+def test_a_driver_error_fails_the_attempt_and_it_is_retried():
+    play([(0, "start", None, FETCH, Step.FETCH_MEMBERS),
+          (1, "members", {1: "c2:1"}, offer(S1), Step.OFFER),
+          (2, "offer", (1, True), WAIT, Step.WAIT_TRANSFER),
+          (3, "conn", {1}, pull(S1), Step.SYNC),
+          (4, "pulled", (1, True), adopt(S1), Step.ADOPT)])
+    core = PreOnline(SETTINGS, 0)
+    core.start(0)
+    assert core.driver_failed("OSError: [Errno 28] No space left on device", 5) == WAIT
+    assert core.step is Step.RETRY_WAIT and core.last_failure.startswith("DRIVER_ERROR: OSError")
+    assert core.tick(1_005) == FETCH

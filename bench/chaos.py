@@ -138,7 +138,17 @@ def _rows(document, key: str = "consumerOffset"):
             yield from _rows(value, key)
 
 
-def run_rounds(cluster, schedule: list[str], checks: Checks, hold_s: float) -> list[dict]:
+def wait_acks(producer: Client, since: float, timeout_s: float) -> bool:
+    """Sends are acknowledged again (so a slow recovery is charged to its own round)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if any(e["event"] == "ack" and e["t"] > since for e in producer.snapshot()):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def run_rounds(cluster, producer: Client, schedule: list[str], checks: Checks, hold_s: float) -> list[dict]:
     rounds = []
     for number, kind in enumerate(schedule, 1):
         started = time.monotonic()
@@ -146,7 +156,7 @@ def run_rounds(cluster, schedule: list[str], checks: Checks, hold_s: float) -> l
         time.sleep(chaos_faults.HOLD_S[kind.split("-")[0]] * hold_s)
         healed = time.monotonic()
         heal()
-        recovered = wait_healthy(cluster, 60)
+        recovered = wait_healthy(cluster, 60) and wait_acks(producer, time.monotonic(), 30)
         time.sleep(1.0)
         checks.views(cluster)
         checks.consumer_offsets(cluster)
@@ -269,7 +279,7 @@ def main() -> int:
         producer, consumers = start_load(cluster, out, args.rate)
         origin = time.monotonic()
         time.sleep(2.0)
-        rounds = run_rounds(cluster, schedule, checks, args.hold)
+        rounds = run_rounds(cluster, producer, schedule, checks, args.hold)
         producer.stop()
         counts = drain(consumers, [producer], timeout_s=90)
         checks.epoch_files(cluster)

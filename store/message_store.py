@@ -87,6 +87,7 @@ class MessageStore(Reader):
         self._write_failure: str | None = None   # why writes stopped (a failed write); None: they work
         self._held: deque[_Pending] = deque()    # durable records whose consume-queue entries failed to write
         self._last_write_retry_ms = 0
+        self._last_usage_check_ms = 0
         self._refusing_puts: str | None = None  # why local puts are refused (a slave's log is its master's)
         self._open = False
 
@@ -178,7 +179,7 @@ class MessageStore(Reader):
         self._check_open()
         if len(drafts) > self.config.max_batch_put:
             raise BatchTooLarge(f"{len(drafts)} records in one put, more than maxBatchPut {self.config.max_batch_put}")
-        if self._disk_full:
+        if self._disk_full and not self._disk_space_back():
             raise DiskFull(f"disk usage above diskSpaceWarningLevelRatio {self.config.disk_space_warning_level_ratio}%")
         if self._refusing_puts is not None:
             raise NotWritable(self._refusing_puts)
@@ -301,6 +302,18 @@ class MessageStore(Reader):
             return DiskFull(self._write_failure)
         self._held.clear()
         return None
+
+    def _disk_space_back(self) -> bool:
+        """A store refusing puts for disk usage looks again at most every WRITE_RETRY_MS, not only
+        at the next retention pass (found by bench/chaos.py: sends stayed refused for up to
+        cleanResourceInterval after the space was back)."""
+        now = self._now_ms()
+        if now - self._last_usage_check_ms < WRITE_RETRY_MS:
+            return False
+        self._last_usage_check_ms = now
+        ratio = retention.disk_used_percent(self.config.store_path_root_dir)
+        self._disk_full = ratio >= self.config.disk_space_warning_level_ratio
+        return not self._disk_full
 
     def retry_failed_writes(self) -> bool:
         """After a failed write: index the held records again (at most every WRITE_RETRY_MS);

@@ -121,3 +121,18 @@ def test_an_io_error_on_the_consume_queue_write_fails_the_put_and_heals(tmp_path
         assert read_all(store) == [body(1), body(2), body(4)]   # the held record is indexed, in order
         store.shutdown()
     asyncio.run(scenario())
+
+
+def test_a_store_over_the_usage_limit_serves_again_without_waiting_for_retention(tmp_path, monkeypatch):
+    async def scenario():
+        store = open_store(tmp_path / "store")
+        usage = {"percent": 99.0}
+        monkeypatch.setattr(message_store.retention, "disk_used_percent", lambda path: usage["percent"])
+        store.clean_expired()
+        with pytest.raises(DiskFull):
+            await store.put([MessageDraft("t", 0, body(1), 0)])
+        usage["percent"] = 10.0
+        await asyncio.sleep(message_store.WRITE_RETRY_MS / 1000 + 0.1)
+        await store.put([MessageDraft("t", 0, body(2), 0)])        # no retention pass in between
+        store.shutdown()
+    asyncio.run(scenario())

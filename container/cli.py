@@ -15,6 +15,7 @@ Rules:
 from __future__ import annotations
 
 import argparse
+import os
 import importlib
 import sys
 
@@ -99,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader went away (``relaymq admin ... | head``): not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 0
     return int(result or 0)
 
 

@@ -14,6 +14,13 @@ Rules:
   Layout under ``storePathRootDir``: ``commitlog/``, ``consumequeue/TOPIC/QUEUE_ID/``,
   ``checkpoint``.
 * Retention (clean_expired) decides with store.retention (pure) and deletes whole segments.
+* A write that fails (ENOSPC, EIO) fails its put with DISK_FULL and nothing else: records
+  written to the commit log whose consume-queue entries could not be written are held and
+  indexed again before any new put; until that works every put is refused at once
+  (DISK_FULL), and it is tried again at most every ``WRITE_RETRY_MS`` by the next put or
+  retention pass, so service resumes by itself once space is back.  (Found by the
+  disk-full test of issue 16: the entries' write raised inside the flush callback, the put
+  hung until syncFlushTimeout and its records were never indexed.)
 * Reading (get, offset search) lives in store.reader; this module owns writes and lifecycle.
 """
 from __future__ import annotations
@@ -48,6 +55,7 @@ __all__ = ["MessageStore", "StoreConfig", "FlushDiskType", "GetResult", "GetStat
            "BadReplicationData", "BadOffset"]
 
 log = logging.getLogger(__name__)
+WRITE_RETRY_MS = 1000   # a store whose write failed tries again at most this often
 
 # one pending (written, not yet indexed) record: (end offset, topic, queue id, queue offset, CQ entry)
 _Pending = tuple[int, str, int, int, bytes]
@@ -76,6 +84,10 @@ class MessageStore(Reader):
         self._indexed_offset = 0  # every record below it has its consume-queue entry written
         self._last_checkpoint = Checkpoint()
         self._disk_full = False
+        self._write_failure: str | None = None   # why writes stopped (a failed write); None: they work
+        self._held: deque[_Pending] = deque()    # durable records whose consume-queue entries failed to write
+        self._last_write_retry_ms = 0
+        self._last_usage_check_ms = 0
         self._refusing_puts: str | None = None  # why local puts are refused (a slave's log is its master's)
         self._open = False
 
@@ -167,10 +179,12 @@ class MessageStore(Reader):
         self._check_open()
         if len(drafts) > self.config.max_batch_put:
             raise BatchTooLarge(f"{len(drafts)} records in one put, more than maxBatchPut {self.config.max_batch_put}")
-        if self._disk_full:
+        if self._disk_full and not self._disk_space_back():
             raise DiskFull(f"disk usage above diskSpaceWarningLevelRatio {self.config.disk_space_warning_level_ratio}%")
         if self._refusing_puts is not None:
             raise NotWritable(self._refusing_puts)
+        if self._write_failure is not None and not self.retry_failed_writes():
+            raise DiskFull(f"the store cannot write ({self._write_failure}); retrying every {WRITE_RETRY_MS} ms")
         self._loop = asyncio.get_running_loop()
         stored, pending = self._write(drafts)
         self._notify_written()
@@ -215,7 +229,9 @@ class MessageStore(Reader):
         try:
             commit_offsets = self._log.append(records, now)
         except OSError as failure:
-            raise DiskFull(f"commit log write failed: {failure}") from None
+            self._write_failure = f"commit log write failed: {failure}"
+            self._last_write_retry_ms = now
+            raise DiskFull(self._write_failure) from None
         next_queue_offset.update(offsets)
         stored, pending = [], []
         trusted, header_size = StoredMessage.trusted, record.HEADER_SIZE
@@ -261,14 +277,62 @@ class MessageStore(Reader):
         while self._pending and self._pending[0][0] <= flushed and error is None:
             ready.append(self._pending.popleft())
         if ready and self._queues is not None:
-            self._index(ready)
+            error = self._index_or_hold(ready)
         while self._waiters and (self._waiters[0][0] <= flushed or error is not None):
             _, waiter = self._waiters.popleft()
             if not waiter.done():
                 if error is None:
                     waiter.set_result(None)
+                elif isinstance(error, StoreError):
+                    waiter.set_exception(error)
                 else:
                     waiter.set_exception(StoreIOError(f"fdatasync failed: {error}"))
+
+    def _index_or_hold(self, ready: list[_Pending]) -> StoreError | None:
+        """Index durable records behind any held ones; a failed write holds them all (DISK_FULL)."""
+        self._held.extend(ready)
+        if self._write_failure is not None:
+            return DiskFull(f"the store cannot write ({self._write_failure})")
+        try:
+            self._index(self._held)
+        except OSError as failure:
+            self._write_failure = f"consume queue write failed: {failure}"
+            self._last_write_retry_ms = self._now_ms()
+            log.error("%s: puts are refused until it works again", self._write_failure)
+            return DiskFull(self._write_failure)
+        self._held.clear()
+        return None
+
+    def _disk_space_back(self) -> bool:
+        """A store refusing puts for disk usage looks again at most every WRITE_RETRY_MS, not only
+        at the next retention pass (found by bench/chaos.py: sends stayed refused for up to
+        cleanResourceInterval after the space was back)."""
+        now = self._now_ms()
+        if now - self._last_usage_check_ms < WRITE_RETRY_MS:
+            return False
+        self._last_usage_check_ms = now
+        ratio = retention.disk_used_percent(self.config.store_path_root_dir)
+        self._disk_full = ratio >= self.config.disk_space_warning_level_ratio
+        return not self._disk_full
+
+    def retry_failed_writes(self) -> bool:
+        """After a failed write: index the held records again (at most every WRITE_RETRY_MS);
+        True once writes work (the store serves again)."""
+        if self._write_failure is None:
+            return True
+        now = self._now_ms()
+        if now - self._last_write_retry_ms < WRITE_RETRY_MS:
+            return False
+        self._last_write_retry_ms = now
+        try:
+            self._index(self._held)
+        except OSError as failure:
+            log.warning("the store still cannot write: %s", failure)
+            return False
+        log.warning("the store writes again after %s; %d held records indexed", self._write_failure, len(self._held))
+        self._held.clear()
+        self._write_failure = None
+        return True
 
     def add_append_listener(self, fn: Callable[[str, int, int], None]) -> None:
         self._listeners.append(fn)
@@ -490,6 +554,7 @@ class MessageStore(Reader):
     def clean_expired(self) -> int:
         """Delete expired or (under disk pressure) oldest commit-log segments; returns how many."""
         self._check_open()
+        self.retry_failed_writes()
         ratio = retention.disk_used_percent(self.config.store_path_root_dir)
         self._disk_full = ratio >= self.config.disk_space_warning_level_ratio
         segments = retention.describe_segments(self._log, self.flushed_offset)

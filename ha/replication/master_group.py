@@ -25,7 +25,9 @@ Rules (reference 2.8 and 4.7; upstream #5663, #6662, #6728):
   The master counts itself only for offsets it holds durably (``MasterLog.durable_offset``:
   fdatasynced under SYNC_FLUSH).  A wait ends acknowledged, or timed out after
   ``slaveTimeout``; at most ``haMaxPendingAcks`` wait.
-* What consumers may read: the master's max offset while the set is only the master,
+* What consumers may read: the master's durable offset while the set is only the master
+  (not its max offset: slaves get this as their confirm offset, and bytes the master has not
+  fdatasynced are neither acknowledged nor safe; found by the failure simulation),
   otherwise the confirm offset, which never goes back.
 """
 from __future__ import annotations
@@ -129,7 +131,7 @@ class MasterGroup:
 
     def visible_offset(self, log: MasterLog) -> int:
         if self.tracker.sync_state_set == frozenset({self.settings.self_id}):
-            return log.max_offset
+            return log.durable_offset
         return self.tracker.confirm_offset
 
     def view(self, log: MasterLog) -> MasterLogView:
@@ -239,8 +241,17 @@ class MasterGroup:
         return self._resolve(log)
 
     def _resolve(self, log: MasterLog) -> MasterGroupOutput:
+        """Waits the replicas now satisfy.  The confirm offset is brought up to the master's
+        durable offset first, so it is never below an acknowledged put: a slave joins the set
+        only once it holds the confirm offset, and one that lagged an acknowledged put joined it
+        when the confirm offset still stood where the last slave ack had left it (found by the
+        failure simulation)."""
+        before = self.tracker.confirm_offset
+        self.tracker.recompute_confirm(log.durable_offset)
+        confirm = MasterGroupOutput(confirm_offset=self.tracker.confirm_offset) \
+            if self.tracker.confirm_offset != before else NOTHING
         if not self.waits.pending:
-            return NOTHING
+            return confirm
         durable = log.durable_offset
 
         def acked(offset: int) -> int:
@@ -251,7 +262,7 @@ class MasterGroup:
             return durable >= offset and self.tracker.all_members_acked(offset)
 
         done = self.waits.satisfied(acked, all_acked)
-        return MasterGroupOutput(acked=tuple(done)) if done else NOTHING
+        return confirm | MasterGroupOutput(acked=tuple(done)) if done else confirm
 
     # --- the SyncStateSet and the controller ---------------------------------------------------
     def _after_change(self, proposal: frozenset[int] | None, confirm_before: int, log: MasterLog,

@@ -12,7 +12,11 @@ Rules:
 * A batch must start exactly at the local end (GAP otherwise), match its CRC
   (BAD_CRC otherwise: the bytes changed on the way) and lie in one epoch; a new
   epoch in a header is appended to the local history (epochs only grow: BAD_BATCH
-  otherwise); an older epoch than the controller's is MASTER_EPOCH_FENCED.
+  otherwise).  The fence is on the master, not on the data: a master whose newest epoch
+  (its handshake's last, raised by later batches) is older than the controller's is
+  MASTER_EPOCH_FENCED, while batches of older epochs' records are what a slave that is
+  behind must copy (fencing those kept such a slave from ever catching up: found by the
+  failure simulation).
 * The slave's confirm offset is ``min(header confirm, local end)`` and never goes back,
   except that a truncation clamps it to the cut.
 """
@@ -75,6 +79,7 @@ class SlaveSession:
         self.confirm_offset = confirm_offset
         self.known_master_epoch = known_master_epoch
         self.last_close: CloseReason | None = None
+        self.master_epoch = 0       # the newest epoch the connected master has shown
         self._last_ack_ms = 0
         self._last_read_ms = 0
 
@@ -103,6 +108,7 @@ class SlaveSession:
         if isinstance(plan, HandshakeRejection):
             return self._close(CloseReason(plan.value))
         self.state = SlaveState.TRANSFER
+        self.master_epoch = message.epochs[-1][0] if message.epochs else 0
         epochs = None
         if plan.truncate_to is not None:
             self.max_offset = plan.truncate_to
@@ -124,7 +130,8 @@ class SlaveSession:
             return self._close(CloseReason.GAP)
         if batch_crc(batch.payload, batch.index) != batch.crc:
             return self._close(CloseReason.BAD_CRC)
-        if batch.epoch < self.known_master_epoch:
+        self.master_epoch = max(self.master_epoch, batch.epoch)
+        if self.master_epoch < self.known_master_epoch:
             return self._close(CloseReason.MASTER_EPOCH_FENCED)
         epochs, reason = self._epochs_for(batch)
         if reason is not None:

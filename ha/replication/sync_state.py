@@ -12,7 +12,12 @@ Rules (reference 4.7, issues #5663, #6662, #6728):
   ``haMaxTimeSlaveNotCatchup`` (a member never caught up counts from the tracker's creation,
   so a restarted master gives its slaves that long to connect).
 * A proposal is not the set: until the controller applies it (:meth:`apply_sync_state_set`),
-  the set used for acks and confirm is the **union** of the applied and proposed sets.
+  the set used for acks and confirm is the **union** of the applied and proposed sets.  A
+  proposal replaced by another before any set was applied may still have been applied (its
+  reply was lost or timed out): its members stay in the union (``uncertain``) until the
+  controller's set is known again (found by the failure simulation: an expansion whose
+  reply was lost, then a shrink, let the master acknowledge alone while the controller's set
+  still held the slave, which it would elect without those messages).
 * Confirm offset = min over set members (self = master max) of their acks; it **freezes**
   while any member other than self is disconnected or has not acked on its connection yet
   (stricter than upstream, which skips such members: #6728's -1 ack is ignored either way),
@@ -42,6 +47,7 @@ class SyncStateTracker:
         self.created_ms = created_ms
         self.applied: frozenset[int] = sync_state_set
         self.proposed: frozenset[int] | None = None
+        self.uncertain: frozenset[int] = frozenset()   # members of replaced proposals, maybe applied
         self.confirm_offset = confirm_offset
         self.max_time_not_caught_up_ms = max_time_not_caught_up_ms
         self.slaves: dict[int, SlaveProgress] = {}
@@ -49,7 +55,8 @@ class SyncStateTracker:
     # --- the set -------------------------------------------------------------------------------
     @property
     def sync_state_set(self) -> frozenset[int]:
-        return self.applied | self.proposed if self.proposed is not None else self.applied
+        union = self.applied | self.uncertain
+        return union | self.proposed if self.proposed is not None else union
 
     @property
     def synchronizing(self) -> bool:
@@ -57,7 +64,7 @@ class SyncStateTracker:
 
     def apply_sync_state_set(self, members: frozenset[int], master_max: int) -> None:
         """The controller applied ``members``: adopt it, end synchronizing, recompute confirm."""
-        self.applied, self.proposed = members, None
+        self.applied, self.proposed, self.uncertain = members, None, frozenset()
         self.recompute_confirm(master_max)
 
     def propose(self, members: frozenset[int]) -> frozenset[int] | None:
@@ -65,6 +72,8 @@ class SyncStateTracker:
         current = self.proposed if self.proposed is not None else self.applied
         if members == current:
             return None
+        if self.proposed is not None:
+            self.uncertain |= self.proposed
         self.proposed = members
         return members
 

@@ -26,11 +26,17 @@ _CODES = {
     StoreErrorReason.MESSAGE_TOO_LARGE: Code.MESSAGE_BODY_TOO_LARGE,
     StoreErrorReason.BATCH_TOO_LARGE: Code.PAYLOAD_TOO_LARGE,
     StoreErrorReason.NOT_WRITABLE: Code.HA_NOT_AVAILABLE,
+    StoreErrorReason.DISK_FULL: Code.INTERNAL_SERVER_ERROR,   # "store: DISK_FULL: ...": the client tries elsewhere
+    StoreErrorReason.IO_ERROR: Code.INTERNAL_SERVER_ERROR,
 }
 
 
+_NAMED = {StoreErrorReason.DISK_FULL, StoreErrorReason.IO_ERROR}   # a code shared with bugs: the message says which
+
+
 def rejection_for(error: StoreError) -> RequestRejected:
-    return RequestRejected(_CODES.get(error.reason, Code.INTERNAL_SERVER_ERROR), f"store: {error.message}")
+    named = f"{error.reason.value}: " if error.reason in _NAMED else ""
+    return RequestRejected(_CODES.get(error.reason, Code.INTERNAL_SERVER_ERROR), f"store: {named}{error.message}")
 
 
 async def put_retrying(store, drafts: Sequence[MessageDraft], retries: int, backoff_ms: int, what: str) -> list[StoredMessage]:

@@ -198,3 +198,14 @@ def test_random_drops_reconnects_and_master_writes_keep_the_invariants(seed):
         if 1 in cluster.links and 2 in cluster.links:
             assert master.tracker.confirm_offset <= min(s.log.max_offset for s in slaves)
     check_batches_inside_epochs(cluster)
+
+
+def test_a_slave_behind_by_an_epoch_copies_the_old_epochs_records_from_a_newer_master():
+    """Simulation finding: batches of an older epoch's records were fenced against the epoch the
+    controller announced, so a slave that was behind when the master changed never caught up.
+    The fence is on the master's newest epoch (its handshake), not on the data's."""
+    cluster, master, slave = build([(1, 0), (4, 300)], 500, [(1, 0)], 100, 100, known_epoch=4)
+    cluster.connect(1)
+    cluster.run()
+    assert slave.log.data == master.log.data and slave.session.epochs.pairs() == ((1, 0), (4, 300))
+    assert slave.session.last_close is None

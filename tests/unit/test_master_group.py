@@ -137,3 +137,41 @@ def test_controller_mode_put_decisions_follow_the_set_size():
     assert g.decide_put(log(0)) == AckNow()
     g2 = group(controller=True, members=(1,), min_in_sync_replicas=2)
     assert g2.decide_put(log(0)) is QuorumRejection.IN_SYNC_REPLICAS_NOT_ENOUGH
+
+
+def test_a_replaced_proposal_whose_reply_was_lost_stays_in_the_union():
+    """Simulation finding: the expansion {1,2} was applied but its reply lost (refused here); a
+    shrink then replaced it; the master must keep counting 2 until the controller's set is known."""
+    g = group(controller=True, members=(1,), all_ack_in_sync_state_set=True)
+    token = connect(g, 2, 0)
+    assert g.on_ack(token, SlaveAck(1000), log(1000), 10).propose == Proposal(frozenset({1, 2}), 3)
+    g.refused(20)                                    # no answer: the controller may have applied it
+    g.disconnected(token, log(1000), 30)             # the shrink replaces the proposal
+    assert g.sync_state_set == frozenset({1, 2})
+    assert g.decide_put(log(1000)) == WaitForAcks(ALL_IN_SYNC_STATE_SET)
+    request_id, out = g.wait(1100, ALL_IN_SYNC_STATE_SET, log(1100), 40)
+    assert request_id not in out.acked              # 2 is away: nothing is acknowledged alone
+    g.applied(frozenset({1}), 5, log(1100), 50)      # the controller's set is known again
+    assert g.sync_state_set == frozenset({1})
+
+
+def test_alone_in_the_set_slaves_are_told_only_the_durable_offset():
+    """Simulation finding: the confirm offset a master alone ships is its durable offset, not
+    bytes it has written but not fdatasynced (a power loss takes those back)."""
+    g = group(controller=True, members=(1,))
+    assert g.visible_offset(log(1500, durable=1200)) == 1200
+
+
+def test_the_confirm_offset_follows_the_masters_flush_before_a_slave_may_join():
+    """Simulation finding: the confirm offset stood where the last slave ack left it (below the
+    master's then durable offset) while puts were acknowledged beyond it, and a slave holding
+    less than those puts joined the set."""
+    g = group(controller=True, members=(1, 2), all_ack_in_sync_state_set=True)
+    token2 = connect(g, 2, 1000)
+    g.on_ack(token2, SlaveAck(1500), log(1500, durable=1200), 10)   # the slave's flush won the race
+    assert g.tracker.confirm_offset == 1200
+    _, out = g.wait(1500, ALL_IN_SYNC_STATE_SET, log(1500), 20)    # now the master's flush is done
+    assert out.acked and g.tracker.confirm_offset == 1500 and out.confirm_offset == 1500
+    token3 = connect(g, 3, 1300)
+    assert g.on_ack(token3, SlaveAck(1400), log(1500), 30).propose is None   # behind an acknowledged put
+    assert g.on_ack(token3, SlaveAck(1500), log(1500), 40).propose == Proposal(frozenset({1, 2, 3}), 3)

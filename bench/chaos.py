@@ -1,0 +1,309 @@
+"""Chaos harness: a real controller-mode cluster, the official client, one fault per round.
+
+``python bench/chaos.py --runs N --seed S [--kinds k1,k2] [--json] [--out DIR]``
+
+Starts three standalone controllers, a nameserver and two containers (each hosting a replica
+of broker-a and broker-b: SYNC_FLUSH, allAckInSyncStateSet; tests/support/controller_cluster),
+the official Python client producing NORMAL and FIFO messages (two message groups) and two
+consumers, in subprocesses (tests/support/failover_load).  Then ``N`` rounds of each fault kind
+(bench/chaos_faults.py) in an order drawn from the seed: inject, hold, heal, wait until both
+groups have a master and a SyncStateSet of two again.  At the end it drains and checks:
+
+* every acknowledged message consumed at least once (lost), duplicates, FIFO order per
+  message group (reordered), the longest time without an acknowledged send per round;
+* consumer offsets never roll back (consumer-progress after every round, per queue);
+* at most one master per group per epoch (the controller's view after every round, and
+  every replica's epoch file at the end: one epoch, one start offset).
+
+It prints a table per fault kind and writes ``DIR/chaos.png`` (acknowledged sends per second,
+faults shaded) and ``DIR/chaos.json``.  Exit status 1 when anything acknowledged was lost or
+an offset rolled back.  The disk-full fault needs root (tmpfs mounts).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import chaos_faults  # noqa: E402
+from tests.support.controller_cluster import BROKERS, ControllerModeCluster  # noqa: E402
+from tests.support.failover_load import Client, count, drain, longest_gap, wait_started  # noqa: E402
+
+
+def prepare(cluster: ControllerModeCluster) -> None:
+    cluster.admin("update-topic", "--topic", "normal", "--type", "NORMAL", "--queues", "2")
+    cluster.admin("update-topic", "--topic", "fifo", "--type", "FIFO", "--queues", "2", "-b", "broker-a")
+    cluster.admin("update-group", "--group", "normal-group")
+    cluster.admin("update-group", "--group", "fifo-group", "--fifo")
+
+
+def start_load(cluster: ControllerModeCluster, logs: Path, rate: int) -> tuple[Client, list[Client]]:
+    endpoint = cluster.endpoint(1)
+    producer = Client("produce", "--endpoint", endpoint, "--topic", "normal", "--fifo-topic", "fifo", "--rate",
+                      str(rate), "--fifo-rate", str(rate), "--groups", "2", "--seconds", "100000",
+                      log_path=logs / "producer.log")
+    consumers = [Client("consume", "--endpoint", endpoint, "--topic", "normal", "--group", "normal-group",
+                        "--seconds", "100000", log_path=logs / "consumer-normal.log"),
+                 Client("consume", "--endpoint", endpoint, "--fifo-topic", "fifo", "--group", "fifo-group",
+                        "--seconds", "100000", log_path=logs / "consumer-fifo.log")]
+    wait_started(producer, *consumers, timeout_s=60)
+    return producer, consumers
+
+
+def healthy(cluster: ControllerModeCluster) -> bool:
+    for broker in BROKERS:
+        view = cluster.view(broker)
+        if view is None or view.master_broker_id <= 0 or len(view.sync_state_set) < 2:
+            return False
+    return True
+
+
+def wait_healthy(cluster: ControllerModeCluster, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if healthy(cluster):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+class Checks:
+    """What is checked between rounds: masters per epoch, consumer offsets per queue."""
+
+    def __init__(self) -> None:
+        self.masters: dict[tuple[str, int], str] = {}
+        self.offsets: dict[tuple, int] = {}
+        self.violations: list[str] = []
+        self.rollbacks = 0
+        self.epoch_entries = 0
+
+    def views(self, cluster: ControllerModeCluster) -> None:
+        for broker in BROKERS:
+            view = cluster.view(broker)
+            if view is None or view.master_broker_id <= 0:
+                continue
+            key = (broker, view.master_epoch)
+            known = self.masters.setdefault(key, view.master_address)
+            if known != view.master_address:
+                self.violations.append(f"{broker} epoch {view.master_epoch}: masters {known} and {view.master_address}")
+
+    def consumer_offsets(self, cluster: ControllerModeCluster) -> None:
+        for group, topic in (("normal-group", "normal"), ("fifo-group", "fifo")):
+            try:
+                done = cluster.admin("consumer-progress", "-g", group, "-t", topic, "--json")
+            except AssertionError:
+                continue  # not answerable now (a container is down): the next round reads it
+            for row in _rows(json.loads(done.stdout)):
+                key = (group, row.get("brokerName"), row.get("queueId"))
+                offset = row.get("consumerOffset")
+                if not isinstance(offset, int) or offset < 0:
+                    continue
+                if offset < self.offsets.get(key, -1):
+                    self.rollbacks += 1
+                    self.violations.append(f"consumer offset {key} rolled back {self.offsets[key]} -> {offset}")
+                self.offsets[key] = max(offset, self.offsets.get(key, -1))
+
+    def epoch_files(self, cluster: ControllerModeCluster) -> None:
+        for broker in BROKERS:
+            try:
+                document = json.loads(cluster.admin("get-broker-epoch", "--broker", broker, "--json").stdout)
+            except (AssertionError, ValueError):
+                self.violations.append(f"{broker}: get-broker-epoch failed")
+                continue
+            starts: dict[int, set[int]] = defaultdict(set)
+            for row in _rows(document, "epoch"):
+                starts[row["epoch"]].add(row.get("startOffset"))
+                self.epoch_entries += 1
+            for epoch, found in starts.items():
+                if len(found) > 1:
+                    self.violations.append(f"{broker} epoch {epoch} starts at {sorted(found)} on different replicas")
+
+
+def _rows(document, key: str = "consumerOffset"):
+    """Every dict in ``document`` that has ``key`` (the admin JSON nests them per broker)."""
+    if isinstance(document, dict):
+        if key in document:
+            yield document
+        for value in document.values():
+            yield from _rows(value, key)
+    elif isinstance(document, list):
+        for value in document:
+            yield from _rows(value, key)
+
+
+def wait_acks(producer: Client, since: float, timeout_s: float) -> bool:
+    """Sends are acknowledged again (so a slow recovery is charged to its own round)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if any(e["event"] == "ack" and e["t"] > since for e in producer.snapshot()):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def run_rounds(cluster, producer: Client, schedule: list[str], checks: Checks, hold_s: float) -> list[dict]:
+    rounds = []
+    for number, kind in enumerate(schedule, 1):
+        started = time.monotonic()
+        what, heal = chaos_faults.inject(cluster, kind)
+        time.sleep(chaos_faults.HOLD_S[kind.split("-")[0]] * hold_s)
+        healed = time.monotonic()
+        heal()
+        recovered = wait_healthy(cluster, 60) and wait_acks(producer, time.monotonic(), 30)
+        time.sleep(1.0)
+        checks.views(cluster)
+        checks.consumer_offsets(cluster)
+        rounds.append({"round": number, "kind": kind, "what": what, "start": started, "healed": healed,
+                       "end": time.monotonic(), "recovered": recovered})
+        print(f"round {number}/{len(schedule)} {kind}: {what}; healthy again: {recovered} "
+              f"({time.monotonic() - healed:.1f} s after heal)", file=sys.stderr, flush=True)
+    return rounds
+
+
+def late_fifo(consumed: list[str]) -> set[str]:
+    """FIFO bodies consumed after a later message of their group (first deliveries only)."""
+    highest: dict[str, int] = defaultdict(int)
+    seen, late = set(), set()
+    for body in consumed:
+        kind, group, seq = body.split(":")
+        if kind != "fifo" or body in seen:
+            continue
+        seen.add(body)
+        if int(seq) < highest[group]:
+            late.add(body)
+        highest[group] = max(highest[group], int(seq))
+    return late
+
+
+def account(rounds: list[dict], producer: Client, counts) -> dict[str, dict]:
+    """Per fault kind: rounds, acknowledged, lost, duplicated, reordered, longest gap (s)."""
+    ack_time = {e["body"]: e["t"] for e in producer.snapshot() if e["event"] == "ack"}
+    consumed_times: dict[str, int] = defaultdict(int)
+    for body in counts.consumed:
+        consumed_times[body] += 1
+    late = late_fifo(counts.consumed)
+    table: dict[str, dict] = {}
+    for index, round_ in enumerate(rounds):
+        end = rounds[index + 1]["start"] if index + 1 < len(rounds) else round_["end"]
+        bodies = [b for b, t in ack_time.items() if round_["start"] <= t < end]
+        row = table.setdefault(round_["kind"], {"runs": 0, "acknowledged": 0, "lost": 0, "duplicated": 0,
+                                                "reordered": 0, "longest_gap_s": 0.0, "not_recovered": 0})
+        row["runs"] += 1
+        row["acknowledged"] += len(bodies)
+        row["lost"] += sum(1 for b in bodies if consumed_times[b] == 0)
+        row["duplicated"] += sum(max(0, consumed_times[b] - 1) for b in bodies)
+        row["reordered"] += sum(1 for b in bodies if b in late)
+        row["longest_gap_s"] = max(row["longest_gap_s"], longest_gap([producer], None, round_["start"], end)[0])
+        row["not_recovered"] += 0 if round_["recovered"] else 1
+    return table
+
+
+def print_table(table: dict[str, dict], checks: Checks) -> None:
+    header = f"{'fault':36} {'runs':>5} {'acked':>8} {'lost':>5} {'dup':>6} {'reord':>6} {'gap s':>6} {'unrec':>6}"
+    print(header)
+    print("-" * len(header))
+    for kind, row in table.items():
+        print(f"{kind:36} {row['runs']:5d} {row['acknowledged']:8d} {row['lost']:5d} {row['duplicated']:6d} "
+              f"{row['reordered']:6d} {row['longest_gap_s']:6.2f} {row['not_recovered']:6d}")
+    print(f"consumer offset rollbacks: {checks.rollbacks} ({len(checks.offsets)} queues followed); epochs: "
+          f"{len(checks.masters)} (group, epoch) masters from the controller, {checks.epoch_entries} epoch-file entries; "
+          f"other violations: "
+          f"{[v for v in checks.violations if 'rolled back' not in v] or 'none'}")
+
+
+def plot(path: Path, producer: Client, rounds: list[dict], origin: float) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    times = sorted(e["t"] - origin for e in producer.snapshot() if e["event"] == "ack")
+    if not times:
+        return
+    width = 0.5
+    bins = [i * width for i in range(int(times[-1] / width) + 2)]
+    figure, axes = plt.subplots(figsize=(14, 4))
+    axes.hist(times, bins=bins, weights=[1 / width] * len(times), color="tab:blue", histtype="stepfilled")
+    colors = {}
+    palette = plt.get_cmap("tab10")
+    for round_ in rounds:
+        color = colors.setdefault(round_["kind"], palette(len(colors) % 10))
+        axes.axvspan(round_["start"] - origin, round_["healed"] - origin, color=color, alpha=0.3,
+                     label=round_["kind"] if round_["kind"] not in axes.get_legend_handles_labels()[1] else None)
+    axes.set_xlabel("seconds")
+    axes.set_ylabel("acknowledged sends / s")
+    axes.set_title("RelayMQ chaos: throughput with faults (shaded: fault held, until healed)")
+    axes.legend(loc="upper right", fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+
+
+def parse() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=1, help="rounds of each fault kind")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--kinds", default=",".join(chaos_faults.KINDS))
+    parser.add_argument("--rate", type=int, default=40, help="NORMAL and FIFO sends per second (each)")
+    parser.add_argument("--hold", type=float, default=1.0, help="scale of how long a fault is held")
+    parser.add_argument("--out", default="", help="directory for logs, chaos.json and chaos.png")
+    parser.add_argument("--disk-mb", type=int, default=400, help="tmpfs size per container (disk-full)")
+    parser.add_argument("--json", action="store_true")
+    return parser.parse_args()
+
+
+def main() -> int:
+    args = parse()
+    kinds = [k for k in args.kinds.split(",") if k]
+    unknown = set(kinds) - set(chaos_faults.KINDS)
+    if unknown:
+        raise SystemExit(f"unknown fault kinds {sorted(unknown)}; known: {', '.join(chaos_faults.KINDS)}")
+    if "disk-full" in kinds and not chaos_faults.can_mount():
+        print("disk-full needs root (tmpfs mounts): skipped", file=sys.stderr)
+        kinds.remove("disk-full")
+    schedule = [k for k in kinds for _ in range(args.runs)]
+    random.Random(args.seed).shuffle(schedule)
+    out = Path(args.out or tempfile.mkdtemp(prefix="relaymq-chaos-"))
+    out.mkdir(parents=True, exist_ok=True)
+    mounts = chaos_faults.mount_small_disks(out / "cluster", args.disk_mb) if "disk-full" in kinds else []
+    cluster = ControllerModeCluster(out / "cluster", controllers=3)
+    checks, producer, consumers, rounds = Checks(), None, [], []
+    try:
+        cluster.start()
+        prepare(cluster)
+        wait_healthy(cluster, 60)
+        producer, consumers = start_load(cluster, out, args.rate)
+        origin = time.monotonic()
+        time.sleep(2.0)
+        rounds = run_rounds(cluster, producer, schedule, checks, args.hold)
+        producer.stop()
+        counts = drain(consumers, [producer], timeout_s=90)
+        checks.epoch_files(cluster)
+    finally:
+        for client in [producer, *consumers]:
+            if client is not None:
+                client.stop()
+        cluster.close()
+        chaos_faults.unmount(mounts, out)
+    table = account(rounds, producer, counts)
+    summary = {"seed": args.seed, "runs": args.runs, "acknowledged": len(counts.acked), "lost": len(counts.lost),
+               "duplicated": counts.duplicates, "reordered": counts.reorders(), "rollbacks": checks.rollbacks,
+               "violations": checks.violations, "queues_checked": len(checks.offsets),
+               "epochs_checked": checks.epoch_entries, "masters_per_epoch_checked": len(checks.masters), "faults": table, "rounds": rounds, "plot": str(out / "chaos.png")}
+    plot(out / "chaos.png", producer, rounds, origin)
+    (out / "chaos.json").write_text(json.dumps(summary, indent=1, default=str))
+    if args.json:
+        print(json.dumps({k: v for k, v in summary.items() if k != "rounds"}, default=str))
+    else:
+        print_table(table, checks)
+        print(f"all: {summary['acknowledged']} acknowledged, {summary['lost']} lost, {summary['duplicated']} "
+              f"duplicated, {summary['reordered']} reordered; plot {out / 'chaos.png'}")
+    return 1 if summary["lost"] or checks.rollbacks or checks.violations else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

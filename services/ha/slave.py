@@ -14,7 +14,12 @@ Rules:
   on the event loop (``MessageStore.stage_raw``) and N is written by the writer thread.
   Runs are committed in order as their writes finish; at most ``haMaxWritesInFlight``
   wait.  A truncation or an epoch change first waits for every write; a failed write
-  abandons the runs staged after the log's end and closes the connection.
+  abandons the runs staged after the log's end and closes the connection.  A store that
+  cannot write its consume queues (a full disk) holds the entries of the runs committed and
+  refuses the next run (DISK_FULL): the connection closes with one ``STORE_FAILED`` line and
+  is made again every ``haConnectRetryInterval`` until the store writes again; nothing
+  copied is lost (store.held_entries) and the master drops this slave from the
+  SyncStateSet meanwhile.
 * Each output of :class:`ha.replication.slave.SlaveSession` is carried out in its order:
   truncate (physical, fsynced, consume queues repaired), persist the epoch history
   (fsynced), append the payload, set the confirm offset, then send.  An empty slave whose
@@ -148,6 +153,8 @@ class ReplicationSlave:
             await link.send_preamble()
             await self._write(link, hello)
             await self._receive(link, session)
+        except StoreError as failure:  # a full disk: copy nothing until the store writes again
+            self._write_failure = failure
         finally:
             for task in (acks, ticker):
                 task.cancel()

@@ -17,7 +17,9 @@ groups have a master and a SyncStateSet of two again.  At the end it drains and 
 
 It prints a table per fault kind and writes ``DIR/chaos.png`` (acknowledged sends per second,
 faults shaded) and ``DIR/chaos.json``.  Exit status 1 when anything acknowledged was lost or
-an offset rolled back.  The disk-full fault needs root (tmpfs mounts).
+an offset rolled back.  The full disk, the slow disk and the network partition need the
+sandbox of bench/chaos_env.py (root: network namespaces, loop-device filesystems, blkio
+cgroups); without it the cluster runs on 127.0.0.1 and those kinds are skipped.
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import chaos_faults  # noqa: E402
+from bench import chaos_env, chaos_faults  # noqa: E402
 from tests.support.controller_cluster import BROKERS, ControllerModeCluster  # noqa: E402
 from tests.support.failover_load import Client, count, drain, longest_gap, wait_started  # noqa: E402
 
@@ -251,7 +253,7 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--rate", type=int, default=40, help="NORMAL and FIFO sends per second (each)")
     parser.add_argument("--hold", type=float, default=1.0, help="scale of how long a fault is held")
     parser.add_argument("--out", default="", help="directory for logs, chaos.json and chaos.png")
-    parser.add_argument("--disk-mb", type=int, default=400, help="tmpfs size per container (disk-full)")
+    parser.add_argument("--disk-mb", type=int, default=400, help="filesystem size per container (sandbox)")
     parser.add_argument("--json", action="store_true")
     return parser.parse_args()
 
@@ -262,15 +264,18 @@ def main() -> int:
     unknown = set(kinds) - set(chaos_faults.KINDS)
     if unknown:
         raise SystemExit(f"unknown fault kinds {sorted(unknown)}; known: {', '.join(chaos_faults.KINDS)}")
-    if "disk-full" in kinds and not chaos_faults.can_mount():
-        print("disk-full needs root (tmpfs mounts): skipped", file=sys.stderr)
-        kinds.remove("disk-full")
+    missing = chaos_env.available()
+    if missing:
+        skipped = [k for k in kinds if k in chaos_faults.SANDBOX_KINDS]
+        kinds = [k for k in kinds if k not in chaos_faults.SANDBOX_KINDS]
+        if skipped:
+            print(f"{', '.join(skipped)}: skipped (the sandbox {missing})", file=sys.stderr)
     schedule = [k for k in kinds for _ in range(args.runs)]
     random.Random(args.seed).shuffle(schedule)
     out = Path(args.out or tempfile.mkdtemp(prefix="relaymq-chaos-"))
     out.mkdir(parents=True, exist_ok=True)
-    mounts = chaos_faults.mount_small_disks(out / "cluster", args.disk_mb) if "disk-full" in kinds else []
-    cluster = ControllerModeCluster(out / "cluster", controllers=3)
+    sandbox = None if missing else chaos_env.Sandbox(out / "cluster", disk_mb=args.disk_mb).open()
+    cluster = ControllerModeCluster(out / "cluster", controllers=3, network=sandbox)
     checks, producer, consumers, rounds = Checks(), None, [], []
     try:
         cluster.start()
@@ -288,7 +293,8 @@ def main() -> int:
             if client is not None:
                 client.stop()
         cluster.close()
-        chaos_faults.unmount(mounts, out)
+        if sandbox is not None:
+            sandbox.close()
     table = account(rounds, producer, counts)
     summary = {"seed": args.seed, "runs": args.runs, "acknowledged": len(counts.acked), "lost": len(counts.lost),
                "duplicated": counts.duplicates, "reordered": counts.reorders(), "rollbacks": checks.rollbacks,

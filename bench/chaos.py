@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import signal
 import sys
 import tempfile
 import time
@@ -255,7 +256,11 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--out", default="", help="directory for logs, chaos.json and chaos.png")
     parser.add_argument("--disk-mb", type=int, default=400, help="filesystem size per container (sandbox)")
     parser.add_argument("--json", action="store_true")
-    return parser.parse_args()
+    args = parser.parse_args()
+    for name, least in (("runs", 1), ("rate", 1), ("hold", 0.1), ("disk_mb", 64)):
+        if getattr(args, name) < least:
+            parser.error(f"--{name.replace('_', '-')} must be at least {least}")
+    return args
 
 
 def main() -> int:
@@ -274,10 +279,10 @@ def main() -> int:
     random.Random(args.seed).shuffle(schedule)
     out = Path(args.out or tempfile.mkdtemp(prefix="relaymq-chaos-"))
     out.mkdir(parents=True, exist_ok=True)
-    sandbox = None if missing else chaos_env.Sandbox(out / "cluster", disk_mb=args.disk_mb).open()
-    cluster = ControllerModeCluster(out / "cluster", controllers=3, network=sandbox)
-    checks, producer, consumers, rounds = Checks(), None, [], []
+    checks, producer, consumers, rounds, sandbox, cluster = Checks(), None, [], [], None, None
     try:
+        sandbox = None if missing else chaos_env.Sandbox(out / "cluster", disk_mb=args.disk_mb).open()
+        cluster = ControllerModeCluster(out / "cluster", controllers=3, network=sandbox)
         cluster.start()
         prepare(cluster)
         wait_healthy(cluster, 60)
@@ -292,7 +297,8 @@ def main() -> int:
         for client in [producer, *consumers]:
             if client is not None:
                 client.stop()
-        cluster.close()
+        if cluster is not None:
+            cluster.close()
         if sandbox is not None:
             sandbox.close()
     table = account(rounds, producer, counts)
@@ -311,5 +317,16 @@ def main() -> int:
     return 1 if summary["lost"] or checks.rollbacks or checks.violations else 0
 
 
+def _interrupted(signum, _frame) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    signal.signal(signal.SIGTERM, _interrupted)  # as Ctrl-C: the cluster and the sandbox are removed
+    signal.signal(signal.SIGHUP, _interrupted)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # also when started in the background
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt as stop:
+        print(f"chaos: interrupted ({str(stop) or 'SIGINT'}); the cluster and the sandbox were removed", file=sys.stderr)
+        sys.exit(130)

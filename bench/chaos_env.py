@@ -14,17 +14,26 @@ faults are real rather than simulated in the broker.
   container's process (its cgroup): every write I/O waits (``write_iops``), so every
   fdatasync takes hundreds of milliseconds.  (device-mapper's delay target is not in this
   kernel, netem neither; the throttle is the kernel's own, on the real write path.)
-* Everything is named after this process's id and removed by :meth:`Sandbox.close`, also
-  after a failure; what could not be set up is undone and reported.
+* Everything is named ``rmq<pid>...`` after this process's id and removed by
+  :meth:`Sandbox.close`, also after a failure or Ctrl-C (what could not be set up is undone
+  and reported).  Only a SIGKILL of the harness leaves things behind: :func:`clean_stale`
+  removes whatever belongs to a process id that no longer runs (the next sandbox calls it;
+  also ``python bench/chaos_env.py --clean``).
 """
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 CGROUP_BLKIO = Path("/sys/fs/cgroup/blkio")
+NAME = re.compile(r"rmq(\d+)[bnhci]\d*$")      # our bridges, namespaces, veths, cgroups
+IMAGE = re.compile(r"rmq(\d+)-disk-\d+\.img")   # our loop devices' backing files
 
 
 def available() -> str | None:
@@ -39,30 +48,99 @@ def available() -> str | None:
     return None
 
 
-def _run(*args: str) -> str:
+def _run(*args: str, check: bool = True) -> str:
     done = subprocess.run(list(args), capture_output=True, text=True)
-    if done.returncode:
+    if done.returncode and check:
         raise RuntimeError(f"{' '.join(args)}: {done.stderr.strip() or done.stdout.strip()}")
     return done.stdout.strip()
+
+
+def _alive(pid: int) -> bool:
+    """``pid`` runs (a zombie, killed and not yet reaped, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _kill_namespace_processes(namespace: str) -> None:
+    """SIGKILL what still runs in ``namespace`` (only our containers run there) and wait."""
+    listed = subprocess.run(["ip", "netns", "pids", namespace], capture_output=True, text=True).stdout.split()
+    for pid in map(int, listed):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 5
+    while any(_alive(int(pid)) for pid in listed) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def clean_stale() -> list[str]:
+    """Remove the sandbox resources of harness processes that no longer run; returns what."""
+    removed = []
+    for line in _run("losetup", "-a").splitlines():
+        device, found = line.split(":", 1)[0], IMAGE.search(line)
+        if found and not _alive(int(found.group(1))):
+            for mount in _run("findmnt", "-n", "-o", "TARGET", "-S", device, check=False).splitlines():
+                _run("umount", "-l", mount, check=False)
+            _run("losetup", "-d", device, check=False)
+            removed.append(device)
+    for namespace in _run("ip", "netns", "list").split("\n"):
+        name = namespace.split(" ")[0]
+        found = NAME.match(name)
+        if found and not _alive(int(found.group(1))):
+            _kill_namespace_processes(name)
+            _run("ip", "netns", "del", name, check=False)
+            removed.append(name)
+    for line in _run("ip", "-o", "link", "show").splitlines():
+        name = line.split(":")[1].strip().split("@")[0]
+        found = NAME.match(name)
+        if found and not _alive(int(found.group(1))):
+            _run("ip", "link", "del", name, check=False)
+            removed.append(name)
+    for path in CGROUP_BLKIO.glob("rmq*") if CGROUP_BLKIO.exists() else ():
+        found = NAME.match(path.name)
+        if found and not _alive(int(found.group(1))):
+            try:
+                path.rmdir()
+                removed.append(str(path))
+            except OSError:
+                pass
+    return removed
+
+
+def _free_subnet() -> int:
+    """A 10.77.X.0/24 no interface here uses yet."""
+    used = _run("ip", "-o", "-4", "addr", "show")
+    for subnet in range(20, 250):
+        if f" 10.77.{subnet}." not in used:
+            return subnet
+    raise RuntimeError("no free 10.77.X.0/24 subnet for the sandbox")
 
 
 class Sandbox:
     def __init__(self, workdir: Path, containers: int = 2, disk_mb: int = 400):
         self.workdir = Path(workdir)
         self.count, self.disk_mb = containers, disk_mb
-        tag = os.getpid() % 100_000
-        self.subnet = 20 + os.getpid() % 230
+        tag = os.getpid()
+        self.subnet = 0   # chosen by open()
         self.bridge = f"rmq{tag}b"
-        self.host_ip = f"10.77.{self.subnet}.1"
         self.namespaces = [f"rmq{tag}n{i}" for i in range(containers)]
         self.links = [f"rmq{tag}h{i}" for i in range(containers)]   # the bridge side of each veth
         self.mounts = [self.workdir / f"container-{i + 1}" for i in range(containers)]
-        self.images = [self.workdir / f"disk-{i + 1}.img" for i in range(containers)]
+        self.images = [self.workdir / f"rmq{tag}-disk-{i + 1}.img" for i in range(containers)]
         self.loops: list[str | None] = [None] * containers
         self.cgroups = [CGROUP_BLKIO / f"rmq{tag}c{i}" for i in range(containers)]
         self._undo: list = []
 
     # --- what the cluster needs ------------------------------------------------------------------
+    @property
+    def host_ip(self) -> str:
+        """The bridge's address: controllers, nameserver and clients (the root namespace)."""
+        return f"10.77.{self.subnet}.1"
+
     def container_ip(self, index: int) -> str:
         return f"10.77.{self.subnet}.{11 + index}"
 
@@ -71,14 +149,17 @@ class Sandbox:
 
     # --- setup and teardown ----------------------------------------------------------------------
     def open(self) -> "Sandbox":
+        for name in clean_stale():
+            print(f"sandbox: removed {name}, left by a harness that no longer runs", file=sys.stderr)
         try:
+            self.subnet = _free_subnet()
             self._bridge()
             for index in range(self.count):
                 self._namespace(index)
                 self._disk(index)
                 self.cgroups[index].mkdir(exist_ok=True)
                 self._undo.append(lambda path=self.cgroups[index]: path.rmdir())
-        except Exception:
+        except BaseException:  # Ctrl-C included: nothing stays behind
             self.close()
             raise
         return self
@@ -92,7 +173,7 @@ class Sandbox:
     def _namespace(self, index: int) -> None:
         ns, host_side, inner = self.namespaces[index], self.links[index], f"{self.links[index][:-2]}i{index}"
         _run("ip", "netns", "add", ns)
-        self._undo.append(lambda: _run("ip", "netns", "del", ns))
+        self._undo.append(lambda: (_kill_namespace_processes(ns), _run("ip", "netns", "del", ns)))
         _run("ip", "link", "add", host_side, "type", "veth", "peer", "name", inner)
         self._undo.append(lambda: subprocess.run(["ip", "link", "del", host_side], capture_output=True))
         _run("ip", "link", "set", host_side, "master", self.bridge)
@@ -125,10 +206,15 @@ class Sandbox:
     def close(self) -> None:
         """Undo everything, newest first; every step is tried."""
         failures = []
+        for namespace in self.namespaces:  # first: a live process keeps its cgroup and its mount busy
+            try:
+                _kill_namespace_processes(namespace)
+            except BaseException as error:  # noqa: BLE001 - keep going
+                failures.append(str(error))
         while self._undo:
             try:
                 self._undo.pop()()
-            except Exception as error:  # noqa: BLE001 - keep undoing the rest
+            except BaseException as error:  # noqa: BLE001 - keep undoing the rest, even after Ctrl-C
                 failures.append(str(error))
         if failures:
             raise RuntimeError("sandbox teardown: " + "; ".join(failures))
@@ -152,3 +238,11 @@ class Sandbox:
     def _device(self, index: int) -> str:
         stat = os.stat(self.loops[index])
         return f"{os.major(stat.st_rdev)}:{os.minor(stat.st_rdev)}"
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--clean"]:
+        raise SystemExit("usage: python bench/chaos_env.py --clean   (remove what dead chaos runs left behind)")
+    if os.geteuid() != 0:
+        raise SystemExit("--clean needs root")
+    print("\n".join(clean_stale()) or "nothing to clean")

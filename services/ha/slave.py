@@ -146,19 +146,22 @@ class ReplicationSlave:
         self.connected_to = f"{host}:{port}"
         self._on_change()
         self._ack_target = 0
+        self._ack_wanted.clear()  # a wish left by the last connection (its writer was cancelled) is void
         hello = session.connected(self.clock.now_ms())
-        acks = asyncio.create_task(self._send_acks(link))
         ticker = asyncio.create_task(self._tick(session, link))
+        acks = None
         try:
             await link.send_preamble()
             await self._write(link, hello)
+            acks = asyncio.create_task(self._send_acks(link))  # after the handshake: it is the first frame
             await self._receive(link, session)
         except StoreError as failure:  # a full disk: copy nothing until the store writes again
             self._write_failure = failure
         finally:
-            for task in (acks, ticker):
+            tasks = [task for task in (acks, ticker) if task is not None]
+            for task in tasks:
                 task.cancel()
-            await asyncio.gather(acks, ticker, return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)
             self._link = None
             await link.aclose()
             await self._drain()

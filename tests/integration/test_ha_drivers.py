@@ -281,3 +281,48 @@ async def _slave_disk_full(tmp_path, monkeypatch, caplog, errno, logging, messag
                 [m.message_id for m in group.master_store.get("T", queue_id, 0, 100).messages]
     finally:
         await group.stop()
+
+
+def test_a_reconnecting_slave_sends_its_handshake_before_any_ack(tmp_path, monkeypatch, caplog):
+    """bench/chaos.py finding (slow-disk-slave): a connection lost while the slave's ack writer
+    waited for an fdatasync left an ack wanted; the next connection's ack writer sent SlaveAck(0)
+    right after the preamble, ahead of the handshake, the master closed it (BAD_HANDSHAKE) and
+    the slave lost a retry interval before it could rejoin the SyncStateSet."""
+    import logging
+    asyncio.run(_reconnect_handshake_first(tmp_path, monkeypatch, caplog, logging))
+
+
+async def _reconnect_handshake_first(tmp_path, monkeypatch, caplog, logging):
+    group = Group(tmp_path, in_sync=1)
+    slave_store, flushing = group.slave_store, asyncio.Event()
+    flushing.set()
+    original = slave_store.wait_flushed
+
+    async def wait_flushed(offset):
+        await flushing.wait()   # a slow disk: the ack writer waits here
+        await original(offset)
+    monkeypatch.setattr(slave_store, "wait_flushed", wait_flushed)
+    await group.start()
+    try:
+        async with asyncio.timeout(10):
+            while not group.master.streams:
+                await asyncio.sleep(0.02)
+        await put(group, 0, 20)
+        await group.caught_up()
+        flushing.clear()
+        for start in (20, 30):   # the first batch's ack waits on the disk, the second wants one more
+            await group.master_store.put([draft(i, queue_id=i % 4) for i in range(start, start + 10)])
+            async with asyncio.timeout(10):
+                while slave_store.commit_log_max_offset != group.master_store.commit_log_max_offset:
+                    await asyncio.sleep(0.02)
+        with caplog.at_level(logging.INFO):
+            await group.listener.stop()   # the connection goes; a new listener takes the slave back
+            group.listener = HaListener(group.listener._masters)
+            group.listener.bind("127.0.0.1", 0)
+            group.listener.start()
+            flushing.set()
+            await group.caught_up()
+        refused = [r.getMessage() for r in caplog.records if "closed:" in r.getMessage()]
+        assert not refused, refused
+    finally:
+        await group.stop()

@@ -80,3 +80,13 @@ def test_a_master_never_resumes_its_epoch_from_an_old_view(seed):
     it acknowledged alone.  Seed 9757: the same after a restart.  Both now renew the epoch."""
     sim = run(seed, STEPS)
     assert any("RenewEpoch" in line for line in sim.log)
+
+
+@pytest.mark.parametrize("seed", (5111, 6626))
+def test_a_slave_holding_only_a_superseded_epoch_catches_up(seed):
+    """Seeds 5111 and 6626: a master lost its epoch's records to a power loss after shipping
+    them, its empty epoch was replaced by the next at the same start, and the slaves holding
+    those records shared no epoch with it: NO_CONSISTENT_POINT for ever (liveness_after_heal).
+    The handshake now cuts such a slave at its first epoch start (ha.replication.handshake)."""
+    sim = run(seed, STEPS)
+    assert any("truncates" in line and "-> 0" in line for line in sim.log)

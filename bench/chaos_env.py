@@ -16,14 +16,15 @@ faults are real rather than simulated in the broker.
   kernel, netem neither; the throttle is the kernel's own, on the real write path.)
 * Everything is named ``rmq<pid>...`` after this process's id and removed by
   :meth:`Sandbox.close`, also after a failure or Ctrl-C (what could not be set up is undone
-  and reported).  Only a SIGKILL of the harness leaves things behind: :func:`clean_stale`
-  removes whatever belongs to a process id that no longer runs (the next sandbox calls it;
-  also ``python bench/chaos_env.py --clean``).
+  and reported).  Only a SIGKILL of the harness leaves things behind: each sandbox keeps a
+  lease (``/run/relaymq-chaos/<pid>.json``) naming what it holds, and :func:`clean_stale`
+  removes what the leases of processes that no longer run name (the next sandbox calls it;
+  also ``python bench/chaos_env.py --clean``), never anything else.
 """
 from __future__ import annotations
 
+import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -32,8 +33,7 @@ import time
 from pathlib import Path
 
 CGROUP_BLKIO = Path("/sys/fs/cgroup/blkio")
-NAME = re.compile(r"rmq(\d+)[bnhci]\d*$")      # our bridges, namespaces, veths, cgroups
-IMAGE = re.compile(r"rmq(\d+)-disk-\d+\.img")   # our loop devices' backing files
+LEASES = Path("/run/relaymq-chaos")   # what each live sandbox holds (clean_stale)
 
 
 def available() -> str | None:
@@ -55,13 +55,13 @@ def _run(*args: str, check: bool = True) -> str:
     return done.stdout.strip()
 
 
-def _alive(pid: int) -> bool:
-    """``pid`` runs (a zombie, killed and not yet reaped, does not)."""
+def _started(pid: int) -> str | None:
+    """When ``pid`` started (clock ticks since boot, /proc/PID/stat), None unless it runs (zombies do not)."""
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
+        return None
+    return None if fields[0] in ("Z", "X") else fields[19]
 
 
 def _kill_namespace_processes(namespace: str) -> None:
@@ -73,41 +73,58 @@ def _kill_namespace_processes(namespace: str) -> None:
         except ProcessLookupError:
             pass
     deadline = time.monotonic() + 5
-    while any(_alive(int(pid)) for pid in listed) and time.monotonic() < deadline:
+    while any(_started(int(pid)) for pid in listed) and time.monotonic() < deadline:
         time.sleep(0.05)
 
 
+def _detach(loop: str, image: Path, timeout_s: float = 10.0) -> None:
+    """Detach ``loop`` and wait until it is gone (the kernel may finish after losetup returns)."""
+    _run("losetup", "-d", loop)
+    deadline = time.monotonic() + timeout_s
+    while str(image) in _run("losetup", "-a", check=False):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{loop} ({image}) still attached {timeout_s:.0f} s after losetup -d")
+        time.sleep(0.1)
+
+
 def clean_stale() -> list[str]:
-    """Remove the sandbox resources of harness processes that no longer run; returns what."""
+    """Remove what sandboxes of harnesses that no longer run left behind; returns what.
+
+    Only what a lease (``LEASES/<pid>.json``, written by :class:`Sandbox` as it creates
+    things) names, and only when that process (pid and start time) is gone: another run's
+    sandbox, or anything made by other tools, is never touched."""
     removed = []
-    for line in _run("losetup", "-a").splitlines():
-        device, found = line.split(":", 1)[0], IMAGE.search(line)
-        if found and not _alive(int(found.group(1))):
-            for mount in _run("findmnt", "-n", "-o", "TARGET", "-S", device, check=False).splitlines():
+    for lease in sorted(LEASES.glob("*.json")) if LEASES.exists() else ():
+        try:
+            held = json.loads(lease.read_text())
+        except (OSError, ValueError):
+            continue
+        if _started(held["pid"]) == held["started"]:
+            continue
+        attached = _run("losetup", "-a", check=False)
+        for namespace in held["namespaces"]:
+            _kill_namespace_processes(namespace)
+        for mount in held["mounts"]:
+            if _run("findmnt", "-n", mount, check=False):
                 _run("umount", "-l", mount, check=False)
-            _run("losetup", "-d", device, check=False)
-            removed.append(device)
-    for namespace in _run("ip", "netns", "list").split("\n"):
-        name = namespace.split(" ")[0]
-        found = NAME.match(name)
-        if found and not _alive(int(found.group(1))):
-            _kill_namespace_processes(name)
-            _run("ip", "netns", "del", name, check=False)
-            removed.append(name)
-    for line in _run("ip", "-o", "link", "show").splitlines():
-        name = line.split(":")[1].strip().split("@")[0]
-        found = NAME.match(name)
-        if found and not _alive(int(found.group(1))):
-            _run("ip", "link", "del", name, check=False)
-            removed.append(name)
-    for path in CGROUP_BLKIO.glob("rmq*") if CGROUP_BLKIO.exists() else ():
-        found = NAME.match(path.name)
-        if found and not _alive(int(found.group(1))):
+                removed.append(mount)
+        for loop, image in held["loops"]:
+            if f"{loop}:" in attached and image in attached.split(f"{loop}:", 1)[1].split("\n", 1)[0]:
+                _run("losetup", "-d", loop, check=False)
+                removed.append(loop)
+        for name in held["namespaces"]:
+            if subprocess.run(["ip", "netns", "del", name], capture_output=True).returncode == 0:
+                removed.append(name)
+        for name in [*held["links"], held["bridge"]]:
+            if subprocess.run(["ip", "link", "del", name], capture_output=True).returncode == 0:
+                removed.append(name)
+        for path in map(Path, held["cgroups"] + held["images"]):
             try:
-                path.rmdir()
+                path.rmdir() if path.is_dir() else path.unlink()
                 removed.append(str(path))
             except OSError:
                 pass
+        lease.unlink(missing_ok=True)
     return removed
 
 
@@ -152,17 +169,44 @@ class Sandbox:
         for name in clean_stale():
             print(f"sandbox: removed {name}, left by a harness that no longer runs", file=sys.stderr)
         try:
+            self._write_lease()  # first: a SIGKILL from here on leaves a record for clean_stale
             self.subnet = _free_subnet()
+            self._shared_workdir()
             self._bridge()
             for index in range(self.count):
                 self._namespace(index)
                 self._disk(index)
+                self._write_lease()
                 self.cgroups[index].mkdir(exist_ok=True)
                 self._undo.append(lambda path=self.cgroups[index]: path.rmdir())
         except BaseException:  # Ctrl-C included: nothing stays behind
             self.close()
             raise
         return self
+
+    @property
+    def _lease(self) -> Path:
+        return LEASES / f"{os.getpid()}.json"
+
+    def _write_lease(self) -> None:
+        LEASES.mkdir(parents=True, exist_ok=True)
+        held = {"pid": os.getpid(), "started": _started(os.getpid()), "bridge": self.bridge,
+                "namespaces": self.namespaces, "links": self.links,
+                "mounts": [str(m) for m in self.mounts] + [str(self.workdir)],
+                "loops": [[loop, str(image)] for loop, image in zip(self.loops, self.images) if loop],
+                "cgroups": [str(c) for c in self.cgroups], "images": [str(i) for i in self.images]}
+        self._lease.write_text(json.dumps(held))
+
+    def _shared_workdir(self) -> None:
+        """The work directory becomes a mount of its own with shared propagation.  ``ip netns
+        exec`` gives every process it starts a copy of the mount table (a slave of ours): ours,
+        and every other sandbox's started later.  Where ``/`` is private, a copy keeps our disks
+        mounted (their loop devices busy) until that process ends; under a shared mount our
+        unmounts reach every copy."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        _run("mount", "--bind", str(self.workdir), str(self.workdir))
+        self._undo.append(lambda: _run("umount", "-l", str(self.workdir)))
+        _run("mount", "--make-shared", str(self.workdir))
 
     def _bridge(self) -> None:
         _run("ip", "link", "add", self.bridge, "type", "bridge")
@@ -192,7 +236,7 @@ class Sandbox:
         self._undo.append(lambda: image.unlink(missing_ok=True))
         loop = _run("losetup", "-f", "--show", str(image))
         self.loops[index] = loop
-        self._undo.append(lambda: _run("losetup", "-d", loop))
+        self._undo.append(lambda: _detach(loop, image))
         _run("mkfs.ext4", "-q", "-F", "-m", "0", loop)
         mount.mkdir(parents=True, exist_ok=True)
         _run("mount", loop, str(mount))
@@ -201,7 +245,12 @@ class Sandbox:
     def _unmount(self, mount: Path) -> None:
         for log in mount.glob("*.log"):  # the container's log outlives its disk
             (self.workdir.parent / f"{mount.name}-{log.name}").write_bytes(log.read_bytes())
-        _run("umount", "-l", str(mount))
+        deadline = time.monotonic() + 5
+        while subprocess.run(["umount", str(mount)], capture_output=True).returncode:
+            if time.monotonic() > deadline:  # still busy: lazily, and the loop device goes when it is free
+                _run("umount", "-l", str(mount))
+                return
+            time.sleep(0.1)
 
     def close(self) -> None:
         """Undo everything, newest first; every step is tried."""
@@ -216,8 +265,9 @@ class Sandbox:
                 self._undo.pop()()
             except BaseException as error:  # noqa: BLE001 - keep undoing the rest, even after Ctrl-C
                 failures.append(str(error))
-        if failures:
+        if failures:  # the lease stays: clean_stale tries again once this process is gone
             raise RuntimeError("sandbox teardown: " + "; ".join(failures))
+        self._lease.unlink(missing_ok=True)
 
     # --- faults ----------------------------------------------------------------------------------
     def partition(self, index: int) -> None:

@@ -97,7 +97,7 @@ class Checks:
             if known != view.master_address:
                 self.violations.append(f"{broker} epoch {view.master_epoch}: masters {known} and {view.master_address}")
 
-    def consumer_offsets(self, cluster: ControllerModeCluster) -> None:
+    def consumer_offsets(self, cluster: ControllerModeCluster, after: str = "") -> None:
         for group, topic in (("normal-group", "normal"), ("fifo-group", "fifo")):
             try:
                 done = cluster.admin("consumer-progress", "-g", group, "-t", topic, "--json")
@@ -110,7 +110,7 @@ class Checks:
                     continue
                 if offset < self.offsets.get(key, -1):
                     self.rollbacks += 1
-                    self.violations.append(f"consumer offset {key} rolled back {self.offsets[key]} -> {offset}")
+                    self.violations.append(f"consumer offset {key} rolled back {self.offsets[key]} -> {offset}{after}")
                 self.offsets[key] = max(offset, self.offsets.get(key, -1))
 
     def epoch_files(self, cluster: ControllerModeCluster) -> None:
@@ -162,7 +162,7 @@ def run_rounds(cluster, producer: Client, schedule: list[str], checks: Checks, h
         recovered = wait_healthy(cluster, 60) and wait_acks(producer, time.monotonic(), 30)
         time.sleep(1.0)
         checks.views(cluster)
-        checks.consumer_offsets(cluster)
+        checks.consumer_offsets(cluster, f" (seen after round {number}, {kind})")
         rounds.append({"round": number, "kind": kind, "what": what, "start": started, "healed": healed,
                        "end": time.monotonic(), "recovered": recovered})
         print(f"round {number}/{len(schedule)} {kind}: {what}; healthy again: {recovered} "

@@ -17,13 +17,16 @@ groups have a master and a SyncStateSet of two again.  At the end it drains and 
 
 It prints a table per fault kind and writes ``DIR/chaos.png`` (acknowledged sends per second,
 faults shaded) and ``DIR/chaos.json``.  Exit status 1 when anything acknowledged was lost or
-an offset rolled back.  The disk-full fault needs root (tmpfs mounts).
+an offset rolled back.  The full disk, the slow disk and the network partition need the
+sandbox of bench/chaos_env.py (root: network namespaces, loop-device filesystems, blkio
+cgroups); without it the cluster runs on 127.0.0.1 and those kinds are skipped.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import random
+import signal
 import sys
 import tempfile
 import time
@@ -32,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import chaos_faults  # noqa: E402
+from bench import chaos_env, chaos_faults  # noqa: E402
 from tests.support.controller_cluster import BROKERS, ControllerModeCluster  # noqa: E402
 from tests.support.failover_load import Client, count, drain, longest_gap, wait_started  # noqa: E402
 
@@ -94,7 +97,7 @@ class Checks:
             if known != view.master_address:
                 self.violations.append(f"{broker} epoch {view.master_epoch}: masters {known} and {view.master_address}")
 
-    def consumer_offsets(self, cluster: ControllerModeCluster) -> None:
+    def consumer_offsets(self, cluster: ControllerModeCluster, after: str = "") -> None:
         for group, topic in (("normal-group", "normal"), ("fifo-group", "fifo")):
             try:
                 done = cluster.admin("consumer-progress", "-g", group, "-t", topic, "--json")
@@ -107,7 +110,7 @@ class Checks:
                     continue
                 if offset < self.offsets.get(key, -1):
                     self.rollbacks += 1
-                    self.violations.append(f"consumer offset {key} rolled back {self.offsets[key]} -> {offset}")
+                    self.violations.append(f"consumer offset {key} rolled back {self.offsets[key]} -> {offset}{after}")
                 self.offsets[key] = max(offset, self.offsets.get(key, -1))
 
     def epoch_files(self, cluster: ControllerModeCluster) -> None:
@@ -159,7 +162,7 @@ def run_rounds(cluster, producer: Client, schedule: list[str], checks: Checks, h
         recovered = wait_healthy(cluster, 60) and wait_acks(producer, time.monotonic(), 30)
         time.sleep(1.0)
         checks.views(cluster)
-        checks.consumer_offsets(cluster)
+        checks.consumer_offsets(cluster, f" (seen after round {number}, {kind})")
         rounds.append({"round": number, "kind": kind, "what": what, "start": started, "healed": healed,
                        "end": time.monotonic(), "recovered": recovered})
         print(f"round {number}/{len(schedule)} {kind}: {what}; healthy again: {recovered} "
@@ -251,9 +254,13 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--rate", type=int, default=40, help="NORMAL and FIFO sends per second (each)")
     parser.add_argument("--hold", type=float, default=1.0, help="scale of how long a fault is held")
     parser.add_argument("--out", default="", help="directory for logs, chaos.json and chaos.png")
-    parser.add_argument("--disk-mb", type=int, default=400, help="tmpfs size per container (disk-full)")
+    parser.add_argument("--disk-mb", type=int, default=400, help="filesystem size per container (sandbox)")
     parser.add_argument("--json", action="store_true")
-    return parser.parse_args()
+    args = parser.parse_args()
+    for name, least in (("runs", 1), ("rate", 1), ("hold", 0.1), ("disk_mb", 64)):
+        if getattr(args, name) < least:
+            parser.error(f"--{name.replace('_', '-')} must be at least {least}")
+    return args
 
 
 def main() -> int:
@@ -262,17 +269,20 @@ def main() -> int:
     unknown = set(kinds) - set(chaos_faults.KINDS)
     if unknown:
         raise SystemExit(f"unknown fault kinds {sorted(unknown)}; known: {', '.join(chaos_faults.KINDS)}")
-    if "disk-full" in kinds and not chaos_faults.can_mount():
-        print("disk-full needs root (tmpfs mounts): skipped", file=sys.stderr)
-        kinds.remove("disk-full")
+    missing = chaos_env.available()
+    if missing:
+        skipped = [k for k in kinds if k in chaos_faults.SANDBOX_KINDS]
+        kinds = [k for k in kinds if k not in chaos_faults.SANDBOX_KINDS]
+        if skipped:
+            print(f"{', '.join(skipped)}: skipped (the sandbox {missing})", file=sys.stderr)
     schedule = [k for k in kinds for _ in range(args.runs)]
     random.Random(args.seed).shuffle(schedule)
     out = Path(args.out or tempfile.mkdtemp(prefix="relaymq-chaos-"))
     out.mkdir(parents=True, exist_ok=True)
-    mounts = chaos_faults.mount_small_disks(out / "cluster", args.disk_mb) if "disk-full" in kinds else []
-    cluster = ControllerModeCluster(out / "cluster", controllers=3)
-    checks, producer, consumers, rounds = Checks(), None, [], []
+    checks, producer, consumers, rounds, sandbox, cluster = Checks(), None, [], [], None, None
     try:
+        sandbox = None if missing else chaos_env.Sandbox(out / "cluster", disk_mb=args.disk_mb).open()
+        cluster = ControllerModeCluster(out / "cluster", controllers=3, network=sandbox)
         cluster.start()
         prepare(cluster)
         wait_healthy(cluster, 60)
@@ -287,8 +297,10 @@ def main() -> int:
         for client in [producer, *consumers]:
             if client is not None:
                 client.stop()
-        cluster.close()
-        chaos_faults.unmount(mounts, out)
+        if cluster is not None:
+            cluster.close()
+        if sandbox is not None:
+            sandbox.close()
     table = account(rounds, producer, counts)
     summary = {"seed": args.seed, "runs": args.runs, "acknowledged": len(counts.acked), "lost": len(counts.lost),
                "duplicated": counts.duplicates, "reordered": counts.reorders(), "rollbacks": checks.rollbacks,
@@ -305,5 +317,16 @@ def main() -> int:
     return 1 if summary["lost"] or checks.rollbacks or checks.violations else 0
 
 
+def _interrupted(signum, _frame) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    signal.signal(signal.SIGTERM, _interrupted)  # as Ctrl-C: the cluster and the sandbox are removed
+    signal.signal(signal.SIGHUP, _interrupted)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # also when started in the background
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt as stop:
+        print(f"chaos: interrupted ({str(stop) or 'SIGINT'}); the cluster and the sandbox were removed", file=sys.stderr)
+        sys.exit(130)

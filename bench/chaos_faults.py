@@ -5,21 +5,24 @@ function.  Faults are named by what they hit at the moment they are injected: th
 holding broker-a's master or its slave (with two containers, that container may host
 broker-b's master too), the controller leader (three standalone controllers), both at once;
 SIGKILL (heal: restart) or SIGSTOP (heal: SIGCONT); a full disk (the container's stores sit
-on a small tmpfs; a filler file takes the rest; heal: delete it).
+on a small filesystem; a filler file takes the rest; heal: delete it).  With the sandbox of
+bench/chaos_env.py (root): a network partition of the container (its link down; heal: up)
+and a slow disk (a blkio throttle of ``SLOW_DISK_WRITE_IOPS`` on its filesystem's device for
+its process; heal: lifted).
 """
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import subprocess
-from pathlib import Path
 
 from services.controller.client import ControllerClient, ControllerClientError
 
 KINDS = ("kill-master", "kill-slave", "kill-controller-leader", "kill-master-and-controller-leader",
-         "stop-master", "stop-slave", "stop-controller-leader", "disk-full")
-HOLD_S = {"stop": 3.0, "kill": 1.0, "disk": 4.0}
+         "stop-master", "stop-slave", "stop-controller-leader", "disk-full", "partition-master", "partition-slave",
+         "slow-disk-master", "slow-disk-slave")
+SANDBOX_KINDS = ("disk-full", "partition-master", "partition-slave", "slow-disk-master", "slow-disk-slave")
+HOLD_S = {"stop": 3.0, "kill": 1.0, "disk": 4.0, "partition": 4.0, "slow": 4.0}
+SLOW_DISK_WRITE_IOPS = 10   # with ext4's journal, an fdatasync of appended data takes ~2-3 writes
 
 
 def controller_leader(cluster) -> int | None:
@@ -80,6 +83,16 @@ def _fill_disk(cluster, index: int):
     return lambda: filler.unlink(missing_ok=True)
 
 
+def _partition(cluster, index: int):
+    cluster.network.partition(index)
+    return lambda: cluster.network.heal_partition(index)
+
+
+def _slow_disk(cluster, index: int):
+    cluster.network.slow_disk(index, cluster.containers[index].process.pid, SLOW_DISK_WRITE_IOPS)
+    return lambda: cluster.network.heal_slow_disk(index)
+
+
 def inject(cluster, kind: str, broker: str = "broker-a") -> tuple[str, object]:
     """Inject ``kind``; returns (what was hit, heal)."""
     master = cluster.master_container(broker)
@@ -95,6 +108,12 @@ def inject(cluster, kind: str, broker: str = "broker-a") -> tuple[str, object]:
         return f"container {slave + 1} (slave of {broker})", _stop_container(cluster, slave)
     if kind == "disk-full":
         return f"container {master + 1} disk (master of {broker})", _fill_disk(cluster, master)
+    if kind.startswith("partition-") or kind.startswith("slow-disk-"):
+        index = master if kind.endswith("-master") else slave
+        role = "master" if index == master else "slave"
+        if kind.startswith("partition-"):
+            return f"container {index + 1} network (holds the {role} of {broker})", _partition(cluster, index)
+        return f"container {index + 1} disk slowed (holds the {role} of {broker})", _slow_disk(cluster, index)
     leader = controller_leader(cluster)
     leader = 0 if leader is None else leader
     if kind == "kill-controller-leader":
@@ -109,25 +128,3 @@ def inject(cluster, kind: str, broker: str = "broker-a") -> tuple[str, object]:
         heal_controller()
         heal_container()
     return f"container {master + 1} (master of {broker}) and controller n{leader}", heal
-
-
-def mount_small_disks(workdir: Path, size_mb: int) -> list[Path]:
-    """tmpfs mounts for both containers' data directories (root only); returns them."""
-    mounts = []
-    for index in (1, 2):
-        path = workdir / f"container-{index}"
-        path.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_mb}m", "tmpfs", str(path)], check=True)
-        mounts.append(path)
-    return mounts
-
-
-def unmount(paths: list[Path], keep_logs_in: Path) -> None:
-    for path in paths:
-        for log in path.glob("*.log"):
-            (keep_logs_in / f"{path.name}-{log.name}").write_bytes(log.read_bytes())
-        subprocess.run(["umount", "-l", str(path)], check=False)
-
-
-def can_mount() -> bool:
-    return os.geteuid() == 0

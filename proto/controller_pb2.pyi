@@ -191,16 +191,18 @@ class BrokerHeartbeatResponse(_message.Message):
     def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., is_leader: _Optional[bool] = ..., leader_address: _Optional[str] = ..., view: _Optional[_Union[ReplicaGroupView, _Mapping]] = ...) -> None: ...
 
 class ElectMasterRequest(_message.Message):
-    __slots__ = ("cluster_name", "broker_name", "broker_id", "designate_elect")
+    __slots__ = ("cluster_name", "broker_name", "broker_id", "designate_elect", "renew_master_epoch")
     CLUSTER_NAME_FIELD_NUMBER: _ClassVar[int]
     BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     DESIGNATE_ELECT_FIELD_NUMBER: _ClassVar[int]
+    RENEW_MASTER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     cluster_name: str
     broker_name: str
     broker_id: int
     designate_elect: bool
-    def __init__(self, cluster_name: _Optional[str] = ..., broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ..., designate_elect: _Optional[bool] = ...) -> None: ...
+    renew_master_epoch: int
+    def __init__(self, cluster_name: _Optional[str] = ..., broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ..., designate_elect: _Optional[bool] = ..., renew_master_epoch: _Optional[int] = ...) -> None: ...
 
 class AlterSyncStateSetRequest(_message.Message):
     __slots__ = ("broker_name", "master_broker_id", "master_epoch", "new_sync_state_set", "sync_state_set_epoch")

@@ -15,12 +15,15 @@ Rules:
   ``checkpoint``.
 * Retention (clean_expired) decides with store.retention (pure) and deletes whole segments.
 * A write that fails (ENOSPC, EIO) fails its put with DISK_FULL and nothing else: records
-  written to the commit log whose consume-queue entries could not be written are held and
-  indexed again before any new put; until that works every put is refused at once
-  (DISK_FULL), and it is tried again at most every ``WRITE_RETRY_MS`` by the next put or
-  retention pass, so service resumes by itself once space is back.  (Found by the
-  disk-full test of issue 16: the entries' write raised inside the flush callback, the put
-  hung until syncFlushTimeout and its records were never indexed.)
+  written to the commit log whose consume-queue entries could not be written are held
+  (store.held_entries) and indexed again before any new put; until that works every put is
+  refused at once (DISK_FULL), and it is tried again at most every ``WRITE_RETRY_MS`` by the
+  next put or retention pass, so service resumes by itself once space is back.  (Found by
+  the disk-full test of issue 16: the entries' write raised inside the flush callback, the
+  put hung until syncFlushTimeout and its records were never indexed.)  A slave's copied run
+  whose entries fail to write is committed with its entries held the same way, and the
+  slave copies nothing more (``stage_raw`` refuses with DISK_FULL) until they are written:
+  its replication driver closes the connection and connects again until space is back.
 * Reading (get, offset search) lives in store.reader; this module owns writes and lifecycle.
 """
 from __future__ import annotations
@@ -43,6 +46,7 @@ from store.epoch_log import EpochLog
 from store.errors import (BadOffset, BadReplicationData, BatchTooLarge, DiskFull, FlushTimeout,
                           MessageTooLarge, NotWritable, StoreClosed, StoreError, StoreIOError)
 from store.flush import FlushHooks, FlushService
+from store.held_entries import HeldEntries, Run
 from store.queue_table import QueueTable
 from store.reader import Reader
 from store.record import Invalid
@@ -59,6 +63,16 @@ WRITE_RETRY_MS = 1000   # a store whose write failed tries again at most this of
 
 # one pending (written, not yet indexed) record: (end offset, topic, queue id, queue offset, CQ entry)
 _Pending = tuple[int, str, int, int, bytes]
+
+
+def _runs_of(pending: Sequence[_Pending]) -> list[Run]:
+    """Pending records' entries as one run per queue (concatenated, from its first queue offset)."""
+    runs: dict[tuple[str, int], tuple[int, list[bytes]]] = {}
+    for _, topic, queue_id, queue_offset, entry in pending:
+        first, entries = runs.setdefault((topic, queue_id), (queue_offset, []))
+        assert first + len(entries) == queue_offset, "queue offsets are consecutive"
+        entries.append(entry)
+    return [(topic, queue_id, first, b"".join(entries)) for (topic, queue_id), (first, entries) in runs.items()]
 
 
 class MessageStore(Reader):
@@ -85,7 +99,7 @@ class MessageStore(Reader):
         self._last_checkpoint = Checkpoint()
         self._disk_full = False
         self._write_failure: str | None = None   # why writes stopped (a failed write); None: they work
-        self._held: deque[_Pending] = deque()    # durable records whose consume-queue entries failed to write
+        self._held = HeldEntries()               # records in the log whose consume-queue entries failed to write
         self._last_write_retry_ms = 0
         self._last_usage_check_ms = 0
         self._refusing_puts: str | None = None  # why local puts are refused (a slave's log is its master's)
@@ -244,14 +258,8 @@ class MessageStore(Reader):
 
     def _index(self, pending: Sequence[_Pending]) -> None:
         """Write consume-queue entries (grouped per queue) and wake listeners."""
-        runs: dict[tuple[str, int], tuple[int, list[bytes]]] = {}
-        for _, topic, queue_id, queue_offset, entry in pending:
-            first, entries = runs.setdefault((topic, queue_id), (queue_offset, []))
-            assert first + len(entries) == queue_offset, "queue offsets are consecutive"
-            entries.append(entry)
         if pending:
-            self._index_runs([(topic, queue_id, first, b"".join(entries))
-                              for (topic, queue_id), (first, entries) in runs.items()], pending[-1][0])
+            self._index_runs(_runs_of(pending), pending[-1][0])
 
     def _index_runs(self, runs: Sequence[tuple[str, int, int, bytes]], end_offset: int) -> None:
         """Write each queue's run of entries (concatenated, from its first queue offset), then wake listeners."""
@@ -290,17 +298,19 @@ class MessageStore(Reader):
 
     def _index_or_hold(self, ready: list[_Pending]) -> StoreError | None:
         """Index durable records behind any held ones; a failed write holds them all (DISK_FULL)."""
-        self._held.extend(ready)
+        return self._index_runs_or_hold(_runs_of(ready), ready[-1][0], "puts are refused")
+
+    def _index_runs_or_hold(self, runs: Sequence[Run], end_offset: int, refused: str) -> StoreError | None:
+        self._held.hold(tuple(runs), end_offset)
         if self._write_failure is not None:
             return DiskFull(f"the store cannot write ({self._write_failure})")
         try:
-            self._index(self._held)
+            self._held.write_all(self._index_runs)
         except OSError as failure:
             self._write_failure = f"consume queue write failed: {failure}"
             self._last_write_retry_ms = self._now_ms()
-            log.error("%s: puts are refused until it works again", self._write_failure)
+            log.error("%s: %s until it works again", self._write_failure, refused)
             return DiskFull(self._write_failure)
-        self._held.clear()
         return None
 
     def _disk_space_back(self) -> bool:
@@ -324,13 +334,13 @@ class MessageStore(Reader):
         if now - self._last_write_retry_ms < WRITE_RETRY_MS:
             return False
         self._last_write_retry_ms = now
+        held = len(self._held)
         try:
-            self._index(self._held)
+            self._held.write_all(self._index_runs)
         except OSError as failure:
             log.warning("the store still cannot write: %s", failure)
             return False
-        log.warning("the store writes again after %s; %d held records indexed", self._write_failure, len(self._held))
-        self._held.clear()
+        log.warning("the store writes again after %s; %d held records indexed", self._write_failure, held)
         self._write_failure = None
         return True
 
@@ -415,7 +425,8 @@ class MessageStore(Reader):
     def replication_index(self, cursor: IndexCursor, start: int, end: int) -> tuple[QueueSlice, ...]:
         """Master side: the consume-queue entries of the records in ``[start, end)`` (store.replica_index)."""
         self._check_open()
-        return cursor.slices(self._queues, self._pending, self._indexed_offset, start, end)
+        pending = self._pending if not self._held else [*self._held.entries(), *self._pending]
+        return cursor.slices(self._queues, pending, self._indexed_offset, start, end)
 
     def append_raw(self, commit_offset: int, data: bytes, index: tuple[QueueSlice, ...]) -> None:
         """Slave side: append whole records copied from the master, at our log's end, with the
@@ -436,6 +447,9 @@ class MessageStore(Reader):
         self._check_open()
         if self._pending:
             raise BadReplicationData("append_raw while local puts await their flush")
+        if self._write_failure is not None and not self.retry_failed_writes():
+            raise DiskFull(f"the store cannot write ({self._write_failure}); copying stops, retried every "
+                           f"{WRITE_RETRY_MS} ms")
         log_ = self._log
         expected = log_.write_offset if self._staged_end is None else self._staged_end
         if commit_offset != expected:
@@ -463,7 +477,7 @@ class MessageStore(Reader):
         log_.write_offset = run.end
         if run.end == self._staged_end:
             self._staged_end = None
-        self._index_runs(run.runs, run.end)
+        self._index_runs_or_hold(run.runs, run.end, "the slave copies nothing more")
         self._flush.wake()
         self._notify_written()
 
@@ -471,7 +485,13 @@ class MessageStore(Reader):
         """Forget every run staged and not committed (one failed to write): the next run must
         start at the log's end again."""
         self._staged_end = None
+        self._recount_queue_offsets()
+
+    def _recount_queue_offsets(self) -> None:
+        """The next queue offset of each queue: after its entries, written or held."""
         self._next_queue_offset = {(q.topic, q.queue_id): q.max_offset for q in self._queues.all()}
+        for key, end in self._held.queue_ends().items():
+            self._next_queue_offset[key] = max(self._next_queue_offset.get(key, 0), end)
 
     def _check_nothing_staged(self, what: str) -> None:
         if self._staged_end is not None:
@@ -523,9 +543,10 @@ class MessageStore(Reader):
         log_.cut(commit_offset)
         self._flush.reset(commit_offset)
         self._fail_pending_beyond(commit_offset)
+        self._held.cut_beyond(commit_offset)
         for queue in self._queues.all():
             queue.cut_beyond(commit_offset)
-        self._next_queue_offset = {(q.topic, q.queue_id): q.max_offset for q in self._queues.all()}
+        self._recount_queue_offsets()
         self._indexed_offset = min(self._indexed_offset, commit_offset)
         self._queues.sync_all()
         self._write_checkpoint(commit_offset, self._indexed_offset, clean=False)

@@ -12,6 +12,18 @@ Rules:
   election picks, among its alive replicas, the lowest ``brokerElectionPriority`` (the
   requester on a tie) rather than whoever asked first, so a deployment's intended masters
   win when their replicas start together.
+- A renewal (ElectMaster ``renew_master_epoch``, not in upstream): the recorded master of
+  that very epoch asks to be elected again rather than resume an epoch it may have written
+  differently before (a restart after a power loss) or may hold an old SyncStateSet of (a
+  stale view; ha.role.decisions).  The answer is ``ElectMasterEvent(True, same id)``: epoch
+  + 1, the SyncStateSet reset to the master alone.  Safe because the master is a member of
+  every set applied in its epoch (AlterSyncStateSet requires it) and holds, durably, every
+  acknowledged message (it counts itself only for what it has fdatasynced, and a power loss
+  keeps that), so the only replica the set then lets the controller elect has them all;
+  slaves rejoin through the master's expansion, which needs the confirm offset.  Anything
+  else is refused with the current view, which the broker decides on: another master, no
+  master, or an epoch already past the one to renew (the renewal was applied, its reply lost)
+  change nothing here, so a repeated request never bumps the epoch twice.
 """
 from __future__ import annotations
 
@@ -115,6 +127,8 @@ def _elect(request: ElectMaster, replicas: ReplicasInfo, liveness: BrokerLivenes
     name = request.broker_name
     if not replicas.exists(name):
         return reject(Code.CONTROLLER_BROKER_NEED_TO_BE_REGISTERED, f"Broker {name} hasn't been registered")
+    if request.renew_master_epoch > 0:
+        return _renew(request, replicas)
     state = replicas.sync_state_info_table[name]
     old = state.master_broker_id
     if state.is_first_time_for_elect:
@@ -146,6 +160,23 @@ def _elect(request: ElectMaster, replicas: ReplicasInfo, liveness: BrokerLivenes
     return reject(Code.CONTROLLER_ELECT_MASTER_FAILED,
                   f"Failed to elect a new master for {name}: no alive candidate"
                   + ("" if allow_unclean else " in the SyncStateSet"), group_view(replicas, name))
+
+
+def _renew(request: ElectMaster, replicas: ReplicasInfo) -> Decision:
+    """The recorded master asks for a new epoch instead of resuming ``renew_master_epoch``."""
+    name, state = request.broker_name, replicas.sync_state_info_table[request.broker_name]
+    if state.master_broker_id is None or state.master_broker_id != request.broker_id:
+        return reject(Code.CONTROLLER_INVALID_MASTER,
+                      f"Not renewing epoch {request.renew_master_epoch} of {name} for {request.broker_id}: the master "
+                      f"is {state.master_broker_id}", group_view(replicas, name))
+    if state.master_epoch != request.renew_master_epoch:
+        return reject(Code.CONTROLLER_FENCED_MASTER_EPOCH,
+                      f"Not renewing epoch {request.renew_master_epoch} of {name}: the master epoch is "
+                      f"{state.master_epoch}", group_view(replicas, name))
+    after = replicas.copy()
+    event = ElectMasterEvent(True, name, request.broker_id)
+    after.apply(event)
+    return Decision((event,), Reply(view=group_view(after, name)))
 
 
 def _first_master(requester: int, alive: dict) -> int:

@@ -37,11 +37,14 @@ class RegisterBroker:
 
 @dataclass(frozen=True)
 class ElectMaster:
-    """Broker trigger (id, not designated), admin trigger (id, designated), controller trigger (no id)."""
+    """Broker trigger (id, not designated), admin trigger (id, designated), controller trigger
+    (no id).  ``renew_master_epoch`` > 0: the broker, recorded master at that epoch, asks to be
+    elected again at a new epoch instead of resuming that one (ha.role.decisions)."""
     cluster_name: str
     broker_name: str
     broker_id: int | None = None
     designate_elect: bool = False
+    renew_master_epoch: int = 0
 
     @property
     def controller_triggered(self) -> bool:

@@ -301,10 +301,9 @@ class MasterGroup:
         pending = self.tracker.proposed
         self.sync_state_set_epoch = epoch
         self._in_flight = None
-        self.tracker.apply_sync_state_set(members, log.durable_offset)
+        self.tracker.apply_sync_state_set(members, log.durable_offset, still_proposed=pending)
         out = NOTHING
-        if pending is not None and pending != members:
-            self.tracker.propose(pending)  # a newer change waits for its own round
+        if self.tracker.proposed is not None:  # a newer change waits for its own round
             out = self._maybe_send_proposal(now_ms)
         if self.tracker.confirm_offset != before:
             out = out | MasterGroupOutput(confirm_offset=self.tracker.confirm_offset)

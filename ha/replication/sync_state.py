@@ -62,9 +62,16 @@ class SyncStateTracker:
     def synchronizing(self) -> bool:
         return self.proposed is not None
 
-    def apply_sync_state_set(self, members: frozenset[int], master_max: int) -> None:
-        """The controller applied ``members``: adopt it, end synchronizing, recompute confirm."""
-        self.applied, self.proposed, self.uncertain = members, None, frozenset()
+    def apply_sync_state_set(self, members: frozenset[int], master_max: int,
+                             still_proposed: frozenset[int] | None = None) -> None:
+        """The controller applied ``members``: adopt it and recompute confirm.  A proposal
+        that is not what was applied (``still_proposed``, a newer change waiting for its own
+        round) stays in the union *before* the confirm offset is recomputed: recomputed over
+        the applied set alone, it could pass the ack of a member the pending proposal adds
+        (found by the failure simulation, seed 8827: a slave joined the set below the
+        confirm offset consumers had read, and was elected)."""
+        pending = still_proposed if still_proposed is not None and still_proposed != members else None
+        self.applied, self.proposed, self.uncertain = members, pending, frozenset()
         self.recompute_confirm(master_max)
 
     def propose(self, members: frozenset[int]) -> frozenset[int] | None:

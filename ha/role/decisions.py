@@ -8,12 +8,26 @@ Rules (reference 4.6, 12; upstream #9689, #9942):
   SyncStateSet replies of an old epoch never move it back.
 * No master in the view: the broker asks the controller to elect (a master that sees a newer
   epoch without a master steps down to FENCED first: it stops writing at once).
-* The view names this broker master: it becomes master at that epoch.  Its epoch file gets a
-  new entry only when the epoch is newer than the file's last one; the same epoch again
-  (the broker restarted faster than the controller noticed) keeps the entry, so slaves that
-  copied it still find their consistent point.  A view older than the file's last epoch is
-  refused (EPOCH_FILE_AHEAD: the controller lost state; an operator must look).  Already
-  master at that epoch: a newer SyncStateSet epoch is adopted, nothing else changes.
+* The view names this broker master: it becomes master at that epoch, and only at an epoch
+  newer than its epoch file's last one, with a new entry <epoch, max offset>: a broker never
+  resumes an epoch.  A view naming it master at the file's last epoch while it is not master
+  at that epoch in this process (it restarted faster than the controller noticed, or it
+  stepped down and an old view named it again) is RENEWED: it stays fenced and asks the
+  controller to elect it again with a new epoch (ElectMaster ``renew_master_epoch``; the
+  controller resets the SyncStateSet to the master alone).  Why (found by the failure
+  simulation): resuming an epoch after a power loss wrote different records where a slave
+  held the lost ones under the same <epoch, start> (seed 19 with master power losses), and
+  resuming from an old view adopted that view's SyncStateSet, older than the controller's,
+  and acknowledged without a member the controller could elect (seeds 1332, 3289, 9757).
+  Why this is safe: at a new epoch, the first view naming this broker master is the
+  election's, whose set is {this broker}, and only this broker's own proposals change the
+  set within the epoch (AlterSyncStateSet is fenced by master id and epoch), so the set it
+  starts with is exact; the new epoch entry at its max offset makes every slave's handshake
+  cut what it copied beyond that offset.  The epoch file's entry must therefore outlive a
+  power loss: the driver makes the log durable up to the entry's start before writing it.
+  A view older than the file's last epoch is refused (EPOCH_FILE_AHEAD: the controller lost
+  state; an operator must look).  Already master at that epoch: a newer SyncStateSet epoch
+  is adopted, nothing else changes.
 * The view names another master: the broker becomes (or stays) its slave.  The same master
   at a newer epoch only moves the epoch the slave fences with (no reconnect); a new master or
   address connects afresh, after which the handshake truncates to the consistent point.
@@ -70,11 +84,18 @@ class Elect:
 
 
 @dataclass(frozen=True)
+class RenewEpoch:
+    """Named master at the epoch file's last epoch: ask the controller for a new epoch."""
+    epoch: int        # the epoch not to resume (the controller renews only from this one)
+    step_down: bool   # this broker is master at an older epoch: stop writing first
+
+
+@dataclass(frozen=True)
 class BecomeMaster:
+    """Master at ``epoch``, newer than the epoch file's: append <epoch, max offset> to it."""
     epoch: int
     sync_state_set: frozenset[int]
     sync_state_set_epoch: int
-    new_epoch_entry: bool            # append <epoch, max offset> to the epoch file
 
 
 @dataclass(frozen=True)
@@ -91,7 +112,7 @@ class BecomeSlave:
     reconnect: bool                  # False: the same master at a newer epoch (fence with it only)
 
 
-RoleDecision = Union[Ignore, Elect, BecomeMaster, AdoptSyncStateSet, BecomeSlave]
+RoleDecision = Union[Ignore, Elect, RenewEpoch, BecomeMaster, AdoptSyncStateSet, BecomeSlave]
 
 
 def decide(local: LocalRole, view: GroupView, self_id: int) -> RoleDecision:
@@ -111,8 +132,9 @@ def _as_master(local: LocalRole, view: GroupView) -> RoleDecision:
         return Ignore(IgnoreReason.UP_TO_DATE)
     if view.master_epoch < local.file_epoch:
         return Ignore(IgnoreReason.EPOCH_FILE_AHEAD)
-    return BecomeMaster(view.master_epoch, view.sync_state_set, view.sync_state_set_epoch,
-                        new_epoch_entry=view.master_epoch > local.file_epoch)
+    if view.master_epoch == local.file_epoch:
+        return RenewEpoch(view.master_epoch, step_down=local.role is Role.MASTER)
+    return BecomeMaster(view.master_epoch, view.sync_state_set, view.sync_state_set_epoch)
 
 
 def _as_slave(local: LocalRole, view: GroupView) -> RoleDecision:
@@ -134,6 +156,6 @@ def after(local: LocalRole, decision: RoleDecision) -> LocalRole:
     if isinstance(decision, AdoptSyncStateSet):
         return LocalRole(local.role, local.master_epoch, decision.epoch, local.master_id, local.master_address,
                          local.file_epoch)
-    if isinstance(decision, Elect) and decision.step_down:
+    if isinstance(decision, (Elect, RenewEpoch)) and decision.step_down:
         return LocalRole(Role.FENCED, local.master_epoch, local.sync_state_set_epoch, None, "", local.file_epoch)
     return local

@@ -65,6 +65,7 @@ from services.broker.config_files import read_document, write_document
 from services.broker.groups import GroupManager
 from services.broker.internal_put import put_retrying
 from services.broker.long_poll import AppendNotifier
+from services.broker.pop_log_writer import PopLogWriter
 from services.broker.offset_keeper import OffsetKeeper
 from services.broker.topics import TopicManager
 from store.errors import StoreError
@@ -95,6 +96,8 @@ class PopService:
         self.bridge = None  # services.acting.escape.EscapeBridge while this slave acts
         self.fifo_gate = None  # services.acting.fifo_lock.FifoLocks (lockInStrictMode)
         self.serving: Callable[[], bool] = lambda: True  # the broker serves pop calls now (master, or acting)
+        self.writer = PopLogWriter(self._put_records, lambda: self.serving(), lambda: RequestRejected(
+            Code.FORBIDDEN, f"broker {self.config.broker_name} stopped serving pop calls"))
 
     # ---- recovery and snapshot -------------------------------------------------------------
     def recover(self) -> int:
@@ -175,8 +178,8 @@ class PopService:
         self.keeper.write({item.ref: item.offset for item in written}, decision.data_version)
         self._write_state_files()
         try:
-            await self._write(skips)
-        except StoreError as error:  # the write is durable here; only the slaves' pop state misses the skips
+            await self._write(skips, applied=True)
+        except StoreError as error:  # durable here; the slaves' pop state gets the skips with the next write
             log.warning("offset write: %d skips not appended to the pop log (slaves' pop state keeps the old offsets): %s",
                         len(skips), error)
         return Accepted(written, decision.data_version)
@@ -200,8 +203,8 @@ class PopService:
         self.keeper.write({(topic, group, queue_id): offset for queue_id, offset in targets.items()}, version)
         self._write_state_files()
         try:
-            await self._write(resets)
-        except StoreError as error:  # durable here; only the slaves' pop state misses the resets
+            await self._write(resets, applied=True)
+        except StoreError as error:  # durable here; the slaves' pop state gets the resets with the next write
             log.warning("offset reset: %d resets not appended to the pop log: %s", len(resets), error)
         log.info("offsets of %s on %s reset: %s", group, topic,
                  ", ".join(f"queue {q} {old[q]} -> {o}" for q, o in sorted(targets.items())))
@@ -265,17 +268,20 @@ class PopService:
         self.bridge = None
         self.journal.clear()
 
-    async def _write(self, records: Sequence[Record]) -> None:
-        """Append ``records`` to the pop log.  The caller has applied them already (a receive
-        reserves first) or applies them as soon as this returns (ack, change: no await in
-        between), so the cursor moves past them here and :meth:`persist` does not read back
-        and re-apply what this process wrote (it still reads what it did not, e.g. records a
-        retried put left behind, or a slave's replicated log)."""
+    async def _write(self, records: Sequence[Record], applied: bool) -> None:
+        """Append ``records`` to the pop log (services.broker.pop_log_writer: in order, and
+        after any applied record a failed put left behind).  ``applied``: the caller applied
+        them already (a receive reserves first; skips, resets); otherwise (ack, change) it
+        applies them as soon as this returns, with no await in between."""
         if self.bridge is not None:  # acting: never the slave's own log; no await, so a switch never splits it
             self.journal.append(records)
             return
-        if not self.serving():
-            raise RequestRejected(Code.FORBIDDEN, f"broker {self.config.broker_name} stopped serving pop calls")
+        await self.writer.write(records, applied)
+
+    async def _put_records(self, records: list[Record]) -> None:
+        """One put of the writer's; the cursor moves past what this process wrote, so
+        :meth:`persist` does not read back and re-apply it (it still reads what it did not,
+        e.g. records a retried put left behind, or a slave's replicated log)."""
         now = self.clock.now_ms()
         drafts = [MessageDraft.trusted(REVIVE_TOPIC, 0, body, now, "", _NO_PROPERTIES, _NO_PROPERTIES)
                   for body in encode_records(records)]
@@ -385,7 +391,7 @@ class PopService:
         return plan_new(key, state, result.messages, context, next_seq)
 
     async def _deliver(self, group: str, plans: list[PopPlan]) -> list[Delivery]:
-        await self._write([plan.record for plan in plans])
+        await self._write([plan.record for plan in plans], applied=True)
         deliveries, dead = [], []
         for plan in plans:
             for item in plan.deliveries:
@@ -430,7 +436,7 @@ class PopService:
         if isinstance(decision, PopRejection):
             raise RequestRejected(Code.INVALID_RECEIPT_HANDLE, "receipt handle is stale, expired or unknown")
         record, handle = decision
-        await self._write([record])
+        await self._write([record], applied=False)
         self._apply(record)
         return handle.encode()
 
@@ -466,15 +472,25 @@ class PopService:
         await self._ack_all([AckRecord(key, entry.offset) for key, entry, _ in items])
 
     async def _ack_all(self, records: list[AckRecord]) -> None:
-        await self._write(records)
+        await self._write(records, applied=False)
         self._apply_all(records)
 
     # ---- revive -------------------------------------------------------------------------------
     async def revive(self) -> int:
-        """Move expired non-FIFO in-flight messages to the retry topic (or the DLQ); returns how many."""
+        """Move expired non-FIFO in-flight messages to the retry topic (or the DLQ); returns how
+        many.  While the store refuses puts (a full disk) they stay in flight, expired, and the
+        next run tries again: one warning line, not a failed task."""
         expired = self.table.expired(self.clock.now_ms(), self.config.revive_batch_max)
         if not expired:
             return 0
+        try:
+            await self._revive(expired)
+        except StoreError as error:
+            log.warning("revive: %d expired messages wait: %s", len(expired), error)
+            return 0
+        return len(expired)
+
+    async def _revive(self, expired: list[tuple[QueueKey, InFlight]]) -> None:
         retries: list[tuple[QueueKey, InFlight, StoredMessage]] = []
         dead: list[tuple[QueueKey, InFlight, StoredMessage | None]] = []
         for key, entry in expired:
@@ -496,7 +512,6 @@ class PopService:
                 await self._dead_letter(key.group, [(key, entry, message)])
             except EscapeFailed as failure:  # stays in flight, expired: the next run tries again
                 log.debug("revive: dead-letter copy waits: %s", failure)
-        return len(expired)
 
     async def _escape_retries(self, retries: list[tuple[QueueKey, InFlight, StoredMessage]]) -> None:
         """Acting: one escape per original topic; only what a master stored is acked here."""

@@ -41,6 +41,7 @@ from services.broker.config import BrokerConfig
 from services.broker.config_files import read_document, write_document
 from services.broker.internal_put import put_retrying
 from services.broker.system_log import op_body, parse_op, scan
+from store.errors import StoreError
 
 log = logging.getLogger(__name__)
 CHECKPOINT_FILE = "timerCheckpoint.json"
@@ -184,6 +185,9 @@ class TimerService:
                                    self.config.internal_put_retry_backoff_ms, "timer delivery")
                 self._resolve(offset)
                 delivered += 1
+            except StoreError as error:  # a full disk: still pending, the next tick tries again
+                log.warning("timer: due messages wait: %s", error)
+                break
             finally:
                 self._delivering.discard(offset)
         return delivered

@@ -103,9 +103,13 @@ class ControllerServicer(pb_grpc.ControllerServiceServicer):
 
     async def ElectMaster(self, request, context):
         def build():
-            broker_id = _broker_id(request.broker_id, "broker_id", allow_none=not request.designate_elect)
+            renew = request.renew_master_epoch
+            if renew < 0:
+                raise BadRequest(f"renew_master_epoch must be >= 0, got {renew}")
+            broker_id = _broker_id(request.broker_id, "broker_id",
+                                   allow_none=not request.designate_elect and not renew)
             return ElectMaster(request.cluster_name, _name(request.broker_name, "broker_name"), broker_id,
-                               request.designate_elect)
+                               request.designate_elect, renew)
         return await self._call(build, self._replica_response)
 
     async def AlterSyncStateSet(self, request, context):

@@ -128,18 +128,23 @@ class BrokerReplica:
         return self.store.confirm_offset
 
     # --- switches --------------------------------------------------------------------------------
-    async def become_master(self, *, epoch: int | None = None, new_epoch_entry: bool = False,
-                            propose: Propose | None = None, sync_state_set: frozenset[int] = frozenset(),
-                            sync_state_set_epoch: int = 0) -> None:
-        """Serve as master; ``epoch`` is the controller's (None outside controller mode)."""
+    async def become_master(self, *, epoch: int | None = None, propose: Propose | None = None,
+                            sync_state_set: frozenset[int] = frozenset(), sync_state_set_epoch: int = 0) -> None:
+        """Serve as master; ``epoch`` is the controller's (None outside controller mode), newer
+        than the epoch file's last one (ha.role.decisions): it opens a new entry."""
         if self.slave is not None:
             slave, self.slave = self.slave, None
             await slave.stop()
         if self.master is not None:
             master, self.master = self.master, None
             await master.stop()
-        if epoch is not None and new_epoch_entry:
-            self.store.epochs.start_epoch(epoch, self.store.commit_log_max_offset)
+        if epoch is not None:
+            # The entry's start must be durable before the entry: a power loss that took back
+            # bytes below it would drop the entry at recovery, and the broker would then take
+            # the same epoch again (ha.role.decisions: never resume an epoch).
+            start = self.store.commit_log_max_offset
+            await self.store.wait_flushed(start)
+            self.store.epochs.start_epoch(epoch, start)
         self_id = MASTER_ID if epoch is None else self.own_id
         self.master = ReplicationMaster(self.name, self.store, self.config, self.clock, self_id=self_id,
                                         propose=propose, sync_state_set=sync_state_set,

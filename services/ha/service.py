@@ -94,7 +94,10 @@ class HaListener:
             async with asyncio.timeout(HANDSHAKE_TIMEOUT_S):
                 await link.receive_preamble()
                 got = await link.receive()
-            decoded = decode_slave_frame(*got) if got is not None else None
+            if got is None:
+                log.info("replication connection from %s closed by the peer before its handshake", link.peer)
+                return
+            decoded = decode_slave_frame(*got)
             if decoded is None or not decoded[0] or not isinstance(decoded[1], SlaveHandshake):
                 log.warning("replication connection from %s closed: BAD_HANDSHAKE (the first frame must be a "
                             "slave handshake with slave_id > 0 and a broker name)", link.peer)

@@ -15,7 +15,12 @@ Rules:
   on the event loop (``MessageStore.stage_raw``) and N is written by the writer thread.
   Runs are committed in order as their writes finish; at most ``haMaxWritesInFlight``
   wait.  A truncation or an epoch change first waits for every write; a failed write
-  abandons the runs staged after the log's end and closes the connection.
+  abandons the runs staged after the log's end and closes the connection.  A store that
+  cannot write its consume queues (a full disk) holds the entries of the runs committed and
+  refuses the next run (DISK_FULL): the connection closes with one ``STORE_FAILED`` line and
+  is made again every ``haConnectRetryInterval`` until the store writes again; nothing
+  copied is lost (store.held_entries) and the master drops this slave from the
+  SyncStateSet meanwhile.
 * Each output of :class:`ha.replication.slave.SlaveSession` is carried out in its order:
   truncate (physical, fsynced, consume queues repaired), persist the epoch history
   (fsynced), append the payload, set the confirm offset, then send.  An empty slave whose
@@ -168,17 +173,22 @@ class ReplicationSlave:
         self.connected_to = f"{host}:{port}"
         self._on_change()
         self._ack_target = 0
+        self._ack_wanted.clear()  # a wish left by the last connection (its writer was cancelled) is void
         hello = session.connected(self.clock.now_ms())
-        acks = asyncio.create_task(self._send_acks(link))
         ticker = asyncio.create_task(self._tick(session, link))
+        acks = None
         try:
             await link.send_preamble()
             await self._write(link, hello)
+            acks = asyncio.create_task(self._send_acks(link))  # after the handshake: it is the first frame
             await self._receive(link, session)
+        except StoreError as failure:  # a full disk: copy nothing until the store writes again
+            self._write_failure = failure
         finally:
-            for task in (acks, ticker):
+            tasks = [task for task in (acks, ticker) if task is not None]
+            for task in tasks:
                 task.cancel()
-            await asyncio.gather(acks, ticker, return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)
             self._link = None
             await link.aclose()
             await self._drain()

@@ -143,6 +143,8 @@ class BrokerPortHandler(grpc.GenericRpcHandler):
         finally:
             if not relay.done():
                 relay.cancel()
+            elif not relay.cancelled():
+                relay.exception()  # the caller went (cancelled) as the relay failed: seen, not "never retrieved"
 
     def _stream(self, method: str, handler: grpc.RpcMethodHandler):
         async def behaviour(raw: bytes, context):

@@ -39,11 +39,13 @@ from proto import messaging_service_pb2 as service
 from proto import messaging_service_pb2_grpc as service_grpc
 from services import metrics
 from services.broker.api import BrokerApi, BrokerDirectory, GroupSettings, QueueRoute
+from services.broker.internal_put import rejection_for
 from services.messaging import converters, responses
 from services.messaging.broker_choice import NoMaster
 from services.messaging.client_registry import ClientRegistry
 from services.messaging.config import MessagingConfig
 from services.messaging.telemetry import serve_telemetry
+from store.errors import StoreError
 
 log = logging.getLogger(__name__)
 _SUCCESS = {int(Code.OK), int(Code.MULTIPLE_RESULTS), int(Code.MESSAGE_NOT_FOUND)}
@@ -85,6 +87,8 @@ class MessagingService(service_grpc.MessagingServiceServicer):
             raise RequestRejected(Code.UNAUTHORIZED, f"not authenticated: {rejection.value}")
 
     def _failure(self, method: str, error: Exception) -> pb.Status:
+        if isinstance(error, StoreError):  # a full disk under a receive's or an ack's pop-log write
+            error = rejection_for(error)
         if isinstance(error, RequestRejected):
             return responses.status(error.code, error.message)
         log.exception("%s failed unexpectedly", method, exc_info=error)

@@ -17,6 +17,9 @@ Rules (reference 4.6; ha.role says what is decided, this driver only carries it 
   master when a deployment's containers start together.
 * Heartbeats go every ``brokerHeartbeatInterval`` to every controller member, the leader
   always among them (upstream #10812), with the epoch, offsets, timeout and priority.
+* A broker named master at the epoch its epoch file already has (a restart faster than the
+  controller noticed, or an old view after stepping down) never resumes it: it asks the
+  controller to elect it again at a new epoch (ElectMaster ``renew_master_epoch``).
 * The pause fence (ha.role.fence) ticks with the heartbeats; after a pause the master
   writes again only once the leader's view confirms it is still master at its epoch.
 * SyncStateSet changes the master's core proposes go out as AlterSyncStateSet with the
@@ -34,7 +37,7 @@ from typing import Awaitable, Callable
 import grpc
 
 from ha.role.decisions import (AdoptSyncStateSet, BecomeMaster, BecomeSlave, Elect, GroupView, Ignore, IgnoreReason,
-                               LocalRole, Role, RoleDecision, after, decide)
+                               LocalRole, RenewEpoch, Role, RoleDecision, after, decide)
 from ha.role.fence import PauseFence
 from ha.role.identity import (ApplyId, AskNextId, DeleteTempAndRestart, IdentityRegistration, Refuse, Register, Step,
                               WriteIdentity, WriteTemp)
@@ -207,6 +210,8 @@ class ReplicasManager:
             return None
         if isinstance(decision, Elect):
             return await self._elect(local, decision)
+        if isinstance(decision, RenewEpoch):
+            return await self._renew(local, decision)
         if isinstance(decision, BecomeMaster):
             await self._become_master(decision)
         else:
@@ -234,15 +239,31 @@ class ReplicasManager:
                 return None
         except ControllerClientError:
             return None
+        await self._maybe_step_down(local, decision)
+        return await self._ask_election(cpb.ElectMasterRequest(
+            cluster_name=self.cluster, broker_name=self.name, broker_id=self.replica.own_id))
+
+    async def _renew(self, local: LocalRole, decision: RenewEpoch) -> GroupView | None:
+        """Named master at the epoch file's last epoch: never resume it, ask for a new one."""
+        await self._maybe_step_down(local, decision)
+        log.warning("%s: named master at epoch %d, which its epoch file already has; asking the controller for a "
+                    "new epoch instead of resuming it", self.name, decision.epoch)
+        return await self._ask_election(cpb.ElectMasterRequest(
+            cluster_name=self.cluster, broker_name=self.name, broker_id=self.replica.own_id,
+            renew_master_epoch=decision.epoch))
+
+    async def _maybe_step_down(self, local: LocalRole, decision: Elect | RenewEpoch) -> None:
         if decision.step_down:
             await self.replica.fence_off()
             self.local = after(local, decision)
             await self._role_changed(local.master_epoch)
+
+    async def _ask_election(self, request: cpb.ElectMasterRequest) -> GroupView | None:
+        """ElectMaster; the view it answers with (elected, or refused with the current view)."""
         try:
-            reply = await self.client.call("ElectMaster", cpb.ElectMasterRequest(
-                cluster_name=self.cluster, broker_name=self.name, broker_id=self.replica.own_id))
+            reply = await self.client.call("ElectMaster", request)
         except ControllerClientError as failure:
-            log.warning("%s: no master and the controller did not answer the election (%s)", self.name, failure)
+            log.warning("%s: the controller did not answer the election (%s)", self.name, failure)
             return None
         if not reply.HasField("view") or not reply.view.broker_name:
             return None
@@ -252,8 +273,8 @@ class ReplicasManager:
     async def _become_master(self, decision: BecomeMaster) -> None:
         log.warning("%s: becoming master at epoch %d (SyncStateSet %s)", self.name, decision.epoch,
                     sorted(decision.sync_state_set))
-        await self.replica.become_master(epoch=decision.epoch, new_epoch_entry=decision.new_epoch_entry,
-                                         propose=self._propose, sync_state_set=decision.sync_state_set,
+        await self.replica.become_master(epoch=decision.epoch, propose=self._propose,
+                                         sync_state_set=decision.sync_state_set,
                                          sync_state_set_epoch=decision.sync_state_set_epoch)
         self.fence.confirmed()
         self.master_address = ""

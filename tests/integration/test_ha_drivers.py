@@ -229,3 +229,100 @@ async def _no_handshake(tmp_path):
         await group.listener.stop()
         group.master_store.shutdown()
         group.slave_store.shutdown()
+
+def test_a_slave_whose_disk_is_full_stops_copying_and_resumes_when_space_is_back(tmp_path, monkeypatch, caplog):
+    """A slave's consume-queue write fails (ENOSPC) inside the copy: the run is committed with
+    its entries held, the slave copies nothing more (one STORE_FAILED line), the master goes on
+    alone; once space is back the slave copies again and its queues equal the master's."""
+    import errno
+    import logging
+
+    from store import message_store
+    asyncio.run(_slave_disk_full(tmp_path, monkeypatch, caplog, errno, logging, message_store))
+
+
+async def _slave_disk_full(tmp_path, monkeypatch, caplog, errno, logging, message_store):
+    group = Group(tmp_path, in_sync=1)
+    slave_store = group.slave_store
+    original, full = slave_store._index_runs, {"on": False}
+
+    def index_runs(runs, end_offset):
+        if full["on"]:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        original(runs, end_offset)
+    monkeypatch.setattr(slave_store, "_index_runs", index_runs)
+    monkeypatch.setattr(message_store, "WRITE_RETRY_MS", 50)
+    await group.start()
+    try:
+        async with asyncio.timeout(10):
+            while not group.master.streams:
+                await asyncio.sleep(0.02)
+        await put(group, 0, 40)
+        await group.caught_up()
+        full["on"] = True
+        with caplog.at_level(logging.WARNING):
+            await put(group, 40, 40)
+            async with asyncio.timeout(10):
+                while "STORE_FAILED" not in group.slave.last_close:
+                    await asyncio.sleep(0.02)
+            await put(group, 80, 40)   # the master goes on without it
+            await asyncio.sleep(0.5)
+            assert slave_store.commit_log_max_offset < group.master_store.commit_log_max_offset
+            assert "DISK_FULL" in group.slave.last_close
+            closes = [r for r in caplog.records if "STORE_FAILED" in r.getMessage()]
+            assert len(closes) == 1, [r.getMessage() for r in closes]
+        full["on"] = False
+        await group.caught_up()
+        assert log_bytes(group.slave_store) == log_bytes(group.master_store)
+        for queue_id in range(4):
+            assert slave_store.max_offset("T", queue_id) == group.master_store.max_offset("T", queue_id) == 30
+            got = slave_store.get("T", queue_id, 0, 100)
+            assert [m.message_id for m in got.messages] == \
+                [m.message_id for m in group.master_store.get("T", queue_id, 0, 100).messages]
+    finally:
+        await group.stop()
+
+
+def test_a_reconnecting_slave_sends_its_handshake_before_any_ack(tmp_path, monkeypatch, caplog):
+    """bench/chaos.py finding (slow-disk-slave): a connection lost while the slave's ack writer
+    waited for an fdatasync left an ack wanted; the next connection's ack writer sent SlaveAck(0)
+    right after the preamble, ahead of the handshake, the master closed it (BAD_HANDSHAKE) and
+    the slave lost a retry interval before it could rejoin the SyncStateSet."""
+    import logging
+    asyncio.run(_reconnect_handshake_first(tmp_path, monkeypatch, caplog, logging))
+
+
+async def _reconnect_handshake_first(tmp_path, monkeypatch, caplog, logging):
+    group = Group(tmp_path, in_sync=1)
+    slave_store, flushing = group.slave_store, asyncio.Event()
+    flushing.set()
+    original = slave_store.wait_flushed
+
+    async def wait_flushed(offset):
+        await flushing.wait()   # a slow disk: the ack writer waits here
+        await original(offset)
+    monkeypatch.setattr(slave_store, "wait_flushed", wait_flushed)
+    await group.start()
+    try:
+        async with asyncio.timeout(10):
+            while not group.master.streams:
+                await asyncio.sleep(0.02)
+        await put(group, 0, 20)
+        await group.caught_up()
+        flushing.clear()
+        for start in (20, 30):   # the first batch's ack waits on the disk, the second wants one more
+            await group.master_store.put([draft(i, queue_id=i % 4) for i in range(start, start + 10)])
+            async with asyncio.timeout(10):
+                while slave_store.commit_log_max_offset != group.master_store.commit_log_max_offset:
+                    await asyncio.sleep(0.02)
+        with caplog.at_level(logging.INFO):
+            await group.listener.stop()   # the connection goes; a new listener takes the slave back
+            group.listener = HaListener(group.listener._masters)
+            group.listener.bind("127.0.0.1", 0)
+            group.listener.start()
+            flushing.set()
+            await group.caught_up()
+        refused = [r.getMessage() for r in caplog.records if "closed:" in r.getMessage()]
+        assert not refused, refused
+    finally:
+        await group.stop()

@@ -103,14 +103,14 @@ def test_an_io_error_on_the_consume_queue_write_fails_the_put_and_heals(tmp_path
     async def scenario():
         store = open_store(tmp_path / "store")
         await store.put([MessageDraft("t", 0, body(1), 0)])
-        original = store._index
+        original = store._index_runs
         failing = {"on": True}
 
-        def index(pending):
+        def index_runs(runs, end_offset):
             if failing["on"]:
                 raise OSError(errno.EIO, "Input/output error")
-            original(pending)
-        monkeypatch.setattr(store, "_index", index)
+            original(runs, end_offset)
+        monkeypatch.setattr(store, "_index_runs", index_runs)
         with pytest.raises(DiskFull):
             await store.put([MessageDraft("t", 0, body(2), 0)])
         with pytest.raises(DiskFull):      # refused at once while the write keeps failing

@@ -425,3 +425,88 @@ def test_auto_create_topic_when_enabled(tmp_path):
         assert "fresh" in harness.broker.topic_table().topics  # persisted in topics.json
         await harness.stop()
     run(scenario())
+
+
+def test_a_reservation_whose_pop_log_write_failed_is_written_before_any_later_record(tmp_path):
+    """bench/chaos.py finding (a full disk, then the master killed: one message lost): a receive
+    reserved message 1, its pop-log write failed, the next receive's reservation (message 2) was
+    written; a replica replaying the log had 1 neither in flight nor acked and never delivered
+    it.  The failed reservation now goes into the log ahead of the next record."""
+    from scheduler.pop.records import REVIVE_TOPIC
+    from store.errors import DiskFull
+
+    harness = Harness(tmp_path, internal_put_retries=0)
+
+    async def scenario():
+        broker = await _with_topic(harness, queues=1)
+        for body in (b"1", b"2"):
+            await harness.send("T", body)
+        store, put = harness.store, harness.store.put
+        failing = {"left": 1}
+
+        async def full_disk_for_the_pop_log(drafts):
+            if failing["left"] and drafts[0].topic == REVIVE_TOPIC:
+                failing["left"] -= 1
+                raise DiskFull("injected")
+            return await put(drafts)
+        store.put = full_disk_for_the_pop_log
+        with pytest.raises(DiskFull):
+            await harness.receive("G", "T", batch=1, invisible_ms=5000)   # reserves 1 in memory
+        assert broker.pop.writer.unwritten == 1
+        [second] = await harness.receive("G", "T", batch=1, invisible_ms=5000)
+        assert second.message.body == b"2" and broker.pop.writer.unwritten == 0
+        await broker.tasks.stop()
+        store.shutdown()  # no snapshot: the replica knows only the pop log
+        broker = await harness.start()
+        harness.clock.advance(5001)
+        await broker.run_revive()
+        assert sorted(d.message.body for d in await harness.receive("G", "T")) == [b"1", b"2"]
+        await harness.stop()
+    run(scenario())
+
+
+class _Deposed:
+    """A master's replication whose replicas stopped answering (its successor was elected)."""
+
+    def __init__(self, config):
+        self.is_master, self.broker_id, self.failing, self.waits = True, config.broker_id, False, []
+
+    def check_writable(self):
+        pass
+
+    def metadata_changed(self):
+        pass
+
+    async def wait_replicated(self, end_offset):
+        self.waits.append(end_offset)
+        if self.failing:
+            raise RequestRejected(Code.HA_NOT_AVAILABLE, "no replica acknowledged")
+
+    def status(self):
+        return None
+
+
+def test_pop_calls_answer_only_once_their_records_are_replicated(harness):
+    """bench/chaos.py finding (seed 3, slow-disk on the container holding broker-b's master: a
+    consumer offset rolled back 609 -> 547, and 27 messages were delivered twice at attempt 1):
+    the deposed master still answered receives and acks for 0.9 s after its successor was
+    elected, from pop records its replicas never got, so the successor delivered the messages
+    again and knew nothing of the acks.  A master's receive, ack and change now wait for the
+    replicas like a send does, and fail when they cannot be replicated."""
+    async def scenario():
+        broker = await _with_topic(harness, queues=1)
+        deposed = _Deposed(harness.config)
+        broker.replication = deposed
+        await harness.send("T")
+        await harness.send("T")
+        first = await harness.receive("g", "T", batch=1)
+        assert len(first) == 1 and deposed.waits[-1] == harness.store.commit_log_max_offset
+        deposed.failing = True
+        with pytest.raises(RequestRejected) as receive:
+            await harness.receive("g", "T", batch=1)
+        assert receive.value.code is Code.HA_NOT_AVAILABLE
+        with pytest.raises(RequestRejected) as ack:
+            await broker.ack("g", "T", first[0].message.message_id, first[0].receipt_handle)
+        assert ack.value.code is Code.HA_NOT_AVAILABLE
+        await harness.stop()
+    run(scenario())

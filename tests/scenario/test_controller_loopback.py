@@ -75,6 +75,13 @@ def test_three_members_elect_serve_redirect_and_recover(tmp_path):
                                                                            broker_id=1))
             assert reply.status.code == Code.SUCCESS and reply.view.master_broker_id == 1
             assert reply.view.master_epoch == 1
+            # the master restarted with epoch 1 in its file: it asks for a new epoch, once
+            renew = pb.ElectMasterRequest(cluster_name="c", broker_name="broker-a", broker_id=1, renew_master_epoch=1)
+            reply = await client.call("ElectMaster", renew)
+            assert reply.status.code == Code.SUCCESS and reply.view.master_epoch == 2
+            assert list(reply.view.sync_state_set) == [1]
+            reply = await client.call("ElectMaster", renew)
+            assert reply.status.code == Code.CONTROLLER_FENCED_MASTER_EPOCH and reply.view.master_epoch == 2
             follower = next(h for h in handles if h is not leader)
             direct = ControllerClient([f"127.0.0.1:{follower.port}"], attempts=1)
             refused = await direct.call("GetReplicaInfo", pb.GetReplicaInfoRequest(broker_name="broker-a"))
@@ -98,7 +105,7 @@ def test_three_members_elect_serve_redirect_and_recover(tmp_path):
             await wait_for(lambda: serving(handles) or None, what="a serving leader after restart")
             reply = await client.call("GetReplicaInfo", pb.GetReplicaInfoRequest(broker_name="broker-a"))
             assert reply.status.code == Code.SUCCESS
-            assert (reply.view.master_broker_id, reply.view.master_epoch) == (1, 1)
+            assert (reply.view.master_broker_id, reply.view.master_epoch) == (1, 2)
             assert dict(reply.view.members) == {1: "h:1", 2: "h:2"}
         finally:
             await client.close()

@@ -62,6 +62,10 @@ TABLE = [
      [(1, 100), (2, 300), (3, 500)], 700, 700, None),
     ("slave holds an epoch the master never had", [(1, 0), (3, 350)], 500, [(1, 0), (2, 300)], 400, 300, 300),
     ("slave behind in the same epoch", [(1, 0)], 900, [(1, 0)], 400, 400, None),
+    # group simulation seeds 5111 and 6626: epoch 1's master lost its records to a power loss,
+    # its empty epoch 1 was replaced by epoch 2 at the same start; the slave holds epoch 1 only
+    ("slave holds only an epoch the master superseded", [(2, 0), (4, 300)], 600, [(1, 0)], 279, 0, 0),
+    ("the same above a common start", [(1, 0), (3, 100)], 600, [(1, 0), (2, 100)], 279, 100, 100),
 ]
 
 
@@ -81,6 +85,17 @@ def test_handshake_cuts_to_the_consistent_point_then_catches_up(name, mp, mmax, 
 
 def test_no_match_refuses_to_sync_and_keeps_the_log():
     cluster, master, slave = build([(1, 200), (2, 500)], 900, [(1, 100), (2, 300), (3, 500)], 700, 100)
+    before = bytes(slave.log.data)
+    cluster.connect(1)
+    cluster.run()
+    assert slave.session.state is SlaveState.READY
+    assert slave.session.last_close is CloseReason.NO_CONSISTENT_POINT
+    assert bytes(slave.log.data) == before and not slave.truncations
+
+
+def test_no_shared_epoch_but_the_master_starts_later_refuses_to_sync():
+    """The disjoint cut needs the master's history to cover the slave's whole log."""
+    cluster, master, slave = build([(3, 100), (4, 300)], 900, [(1, 0)], 279, 0, master_min=100)
     before = bytes(slave.log.data)
     cluster.connect(1)
     cluster.run()

@@ -65,6 +65,8 @@ class ContainerProcess:
     namesrv_port: int = 0
     process: subprocess.Popen | None = None
     log_path: Path | None = None
+    host: str = "127.0.0.1"           # the container's address (its own network namespace: bench/chaos_env.py)
+    namesrv_host: str = "127.0.0.1"
 
     def __post_init__(self) -> None:
         # distinct: three separate probes could be handed the same port (it happened)
@@ -74,15 +76,15 @@ class ContainerProcess:
 
     @property
     def endpoint(self) -> str:
-        return f"127.0.0.1:{self.client_port}"
+        return f"{self.host}:{self.client_port}"
 
     @property
     def namesrv(self) -> str:
-        return f"127.0.0.1:{self.namesrv_port}"
+        return f"{self.namesrv_host}:{self.namesrv_port}"
 
     def config_text(self) -> str:
         top = {
-            "brokerContainerIP": "127.0.0.1", "grpcServerPort": self.client_port, "listenPort": self.admin_port, "haListenPort": 0,
+            "brokerContainerIP": self.host, "adminBindAddress": self.host, "grpcServerPort": self.client_port, "listenPort": self.admin_port, "haListenPort": 0,
             "startEmbeddedNamesrv": self.embedded_namesrv, "namesrvListenPort": self.namesrv_port,
             "namesrvAddr": self.namesrv, "storePathRootDir": str(self.data_dir), "metricsPromExporterPort": 0,
             "brokerHeartbeatInterval": 500, **self.extra,

@@ -24,9 +24,11 @@ from tests.support.container_process import ROOT, ContainerProcess, free_ports
 BROKERS = ("broker-a", "broker-b")
 
 
-def _spawn(args: list[str], log_path: Path, ready: bytes, timeout_s: float = 30.0) -> subprocess.Popen:
+def _spawn(args: list[str], log_path: Path, ready: bytes, timeout_s: float = 30.0,
+           prefix: tuple[str, ...] = ()) -> subprocess.Popen:
+    """``prefix``: run under it (``ip netns exec NS``, which execs: the pid is the process's)."""
     log = open(log_path, "ab")
-    process = subprocess.Popen([sys.executable, "-m", "container", *args], cwd=ROOT, stdout=subprocess.PIPE,
+    process = subprocess.Popen([*prefix, sys.executable, "-m", "container", *args], cwd=ROOT, stdout=subprocess.PIPE,
                                stderr=log, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -39,9 +41,23 @@ def _spawn(args: list[str], log_path: Path, ready: bytes, timeout_s: float = 30.
     raise RuntimeError(f"{args[0]} not ready in {timeout_s}s: {log_path.read_text()[-3000:]}")
 
 
+class Loopback:
+    """Where the processes run: everything on 127.0.0.1 (bench/chaos_env.Sandbox: namespaces)."""
+    host_ip = "127.0.0.1"
+
+    def container_ip(self, index: int) -> str:
+        return "127.0.0.1"
+
+    def launch_prefix(self, index: int) -> tuple[str, ...]:
+        return ()
+
+
 class ControllerModeCluster:
     def __init__(self, workdir: Path, controllers: int = 1, heartbeat_timeout_ms: int = 1500,
-                 broker_keys: dict | None = None):
+                 broker_keys: dict | None = None, network=None):
+        """``network``: hosts and launch prefixes (``Loopback`` by default)."""
+        self.network = network or Loopback()
+        self.host = self.network.host_ip
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.controller_count = controllers
@@ -61,17 +77,17 @@ class ControllerModeCluster:
     # --- processes -------------------------------------------------------------------------------
     @property
     def controller_addr(self) -> str:
-        return ";".join(f"127.0.0.1:{p}" for p in self.controller_ports)
+        return ";".join(f"{self.host}:{p}" for p in self.controller_ports)
 
     def _peers(self) -> str:
-        return ";".join(f"n{i}-127.0.0.1:{p}" for i, p in enumerate(self.controller_ports))
+        return ";".join(f"n{i}-{self.host}:{p}" for i, p in enumerate(self.controller_ports))
 
     def _controller_text(self, index: int) -> str:
         return (f'controllerDLegerGroup = "RelayMQController"\ncontrollerDLegerPeers = "{self._peers()}"\n'
                 f'controllerDLegerSelfId = "n{index}"\ncontrollerStorePath = "{self.workdir / f"controller-n{index}"}"\n')
 
     def start_controllers(self) -> None:
-        text = f"listenPort = {self.namesrv_port}\nscanNotActiveBrokerInterval = 1000\n"
+        text = f'listenPort = {self.namesrv_port}\nbindAddress = "{self.host}"\nscanNotActiveBrokerInterval = 1000\n'
         if self.controller_count == 1:
             text += "enableControllerInNamesrv = true\n" + self._controller_text(0)
         path = self.workdir / "namesrv.toml"
@@ -101,7 +117,8 @@ class ControllerModeCluster:
             container = ContainerProcess(self.workdir / f"container-{index + 1}",
                                          brokers=[self._broker(index, name) for name in BROKERS],
                                          embedded_namesrv=False, namesrv_port=self.namesrv_port,
-                                         extra={"brokerHeartbeatInterval": 200})
+                                         extra={"brokerHeartbeatInterval": 200},
+                                         host=self.network.container_ip(index), namesrv_host=self.host)
             self.containers.append(container)
         for container in self.containers:  # started together: priorities pick the first masters
             container.write_config()
@@ -112,7 +129,7 @@ class ControllerModeCluster:
     def _launch(self, container: ContainerProcess) -> subprocess.Popen:
         container.log_path = container.data_dir / "container.log"
         return _spawn(["container", "-c", str(container.data_dir / "container.toml")], container.log_path,
-                      b"container ready")
+                      b"container ready", prefix=self.network.launch_prefix(self.containers.index(container)))
 
     def start(self) -> "ControllerModeCluster":
         self.start_controllers()
@@ -148,7 +165,7 @@ class ControllerModeCluster:
 
     @property
     def namesrv(self) -> str:
-        return f"127.0.0.1:{self.namesrv_port}"
+        return f"{self.host}:{self.namesrv_port}"
 
     def view(self, broker: str) -> cpb.ReplicaGroupView | None:
         async def ask():

@@ -115,6 +115,46 @@ def test_elect_unknown_set_and_master_still_exists():
     assert world.state().master_epoch == 1
 
 
+def test_the_recorded_master_renews_its_epoch_with_the_set_reset_to_itself():
+    """A master that must not resume its epoch (ha.role.decisions: a restart, or an old view
+    after stepping down) is elected again at epoch + 1, alone in the SyncStateSet."""
+    world = group_of_three()
+    assert world.state().master_epoch == 1 and world.state().sync_state_set == {1, 2, 3}
+    decision = world.do(ElectMaster(C, B, 1, renew_master_epoch=1))
+    assert decision.events == (ElectMasterEvent(True, B, 1),)
+    view = decision.reply.view
+    assert decision.reply.ok and view.master_broker_id == 1 and view.master_epoch == 2
+    assert view.sync_state_set == {1} and view.sync_state_set_epoch == 3
+    assert world.state().master_epoch == 2 and world.state().sync_state_set == {1}
+
+
+@pytest.mark.parametrize("name, request_, code, master, epoch", [
+    ("a repeated renewal (the first one's reply was lost): no second bump, the current view",
+     ElectMaster(C, B, 1, renew_master_epoch=1), Code.CONTROLLER_FENCED_MASTER_EPOCH, 1, 2),
+    ("another broker asks to renew the master's epoch", ElectMaster(C, B, 2, renew_master_epoch=2),
+     Code.CONTROLLER_INVALID_MASTER, 1, 2),
+    ("a renewal of an epoch the controller never reached", ElectMaster(C, B, 1, renew_master_epoch=7),
+     Code.CONTROLLER_FENCED_MASTER_EPOCH, 1, 2),
+])
+def test_a_renewal_is_refused_with_the_current_view_unless_it_is_the_masters_epoch(name, request_, code, master,
+                                                                                  epoch):
+    world = group_of_three()
+    assert world.do(ElectMaster(C, B, 1, renew_master_epoch=1)).reply.ok
+    decision = world.do(request_)
+    assert decision.events == () and decision.reply.code == code, name
+    assert decision.reply.view.master_broker_id == master and decision.reply.view.master_epoch == epoch
+    assert world.state().master_epoch == 2
+
+
+def test_a_renewal_with_no_master_recorded_is_refused():
+    world = group_of_three()
+    world.now += 11_000
+    assert world.do(ElectMaster(C, B)).events == (ElectMasterEvent(False, B),)
+    decision = world.do(ElectMaster(C, B, 1, renew_master_epoch=2))
+    assert decision.events == () and decision.reply.code == Code.CONTROLLER_INVALID_MASTER
+    assert decision.reply.view.master_broker_id is None
+
+
 def test_policy_epoch_beats_offset_then_offset_then_priority():
     world = group_of_three()
     world.now += 11_000

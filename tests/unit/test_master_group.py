@@ -175,3 +175,19 @@ def test_the_confirm_offset_follows_the_masters_flush_before_a_slave_may_join():
     token3 = connect(g, 3, 1300)
     assert g.on_ack(token3, SlaveAck(1400), log(1500), 30).propose is None   # behind an acknowledged put
     assert g.on_ack(token3, SlaveAck(1500), log(1500), 40).propose == Proposal(frozenset({1, 2, 3}), 3)
+
+
+def test_a_proposal_still_pending_when_another_set_is_applied_keeps_the_confirm_offset_down():
+    """Simulation finding (seed 8827): {1,3} was applied while {1,2,3} was still proposed; the
+    confirm offset was recomputed over {1,3} alone, passed slave 2's ack, consumers read past
+    it, and the controller then applied {1,2,3} and later elected 2, which lacked those bytes."""
+    g = group(controller=True, members=(1,), all_ack_in_sync_state_set=True)
+    token2, token3 = connect(g, 2, 0), connect(g, 3, 0)
+    assert g.on_ack(token3, SlaveAck(1000), log(1000), 10).propose == Proposal(frozenset({1, 3}), 3)
+    g.on_ack(token2, SlaveAck(1000), log(1000), 11)                               # {1,2,3} waits
+    assert g.tracker.proposed == frozenset({1, 2, 3})
+    g.on_ack(token3, SlaveAck(1500), log(1500), 12)                               # 2 stays at 1000
+    out = g.applied(frozenset({1, 3}), 4, log(1500), 20)
+    assert out.propose == Proposal(frozenset({1, 2, 3}), 4)                       # its own round now
+    assert g.sync_state_set == frozenset({1, 2, 3})
+    assert g.tracker.confirm_offset == 1000 and g.visible_offset(log(1500)) == 1000

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ha.role.decisions import (AdoptSyncStateSet, BecomeMaster, BecomeSlave, Elect, GroupView, Ignore, IgnoreReason,
-                               LocalRole, Role, after, decide)
+                               LocalRole, RenewEpoch, Role, after, decide)
 from ha.role.fence import PauseFence
 from ha.role.identity import (AskNextId, ApplyId, DeleteTempAndRestart, Identity, IdentityRegistration, Refuse,
                               Register, RegisterState, TempIdentity, WriteIdentity, WriteTemp, parse_identity,
@@ -25,9 +25,17 @@ def view(master, epoch, sss_epoch=1, members=(1, 2), address=None):
 @pytest.mark.parametrize("name, local, seen, expected", [
     ("fenced, no master yet: elect", FENCED, view(None, 0), Elect(step_down=False)),
     ("fenced, named master: become master with a new epoch entry", FENCED, view(ME, 3, 4, (ME,)),
-     BecomeMaster(3, frozenset({ME}), 4, new_epoch_entry=True)),
-    ("restart as master at the epoch already in the file: keep the entry", LocalRole(file_epoch=3), view(ME, 3, 4),
-     BecomeMaster(3, frozenset({1, 2}), 4, new_epoch_entry=False)),
+     BecomeMaster(3, frozenset({ME}), 4)),
+    ("restart named master at the epoch already in the file: never resume it, renew", LocalRole(file_epoch=3),
+     view(ME, 3, 4), RenewEpoch(3, step_down=False)),
+    ("stepped down, then an old view names it master at its epoch again: renew (seed 1332)",
+     LocalRole(Role.FENCED, 5, 7, None, "", 5), view(ME, 5, 7, (ME,)), RenewEpoch(5, step_down=False)),
+    ("slave whose file is at a newer epoch than it acts on, named master there: renew",
+     LocalRole(Role.SLAVE, 4, 0, 1, "c1:10911", 5), view(ME, 5), RenewEpoch(5, step_down=False)),
+    ("master at an older epoch, named master at its file's newer epoch: stop writing, renew",
+     LocalRole(Role.MASTER, 4, 7, ME, "", 5), view(ME, 5), RenewEpoch(5, step_down=True)),
+    ("named master one epoch past the file: a new entry", LocalRole(file_epoch=3), view(ME, 4, 5),
+     BecomeMaster(4, frozenset({1, 2}), 5)),
     ("the controller's epoch is older than the file's: refuse", LocalRole(file_epoch=6), view(ME, 3),
      Ignore(IgnoreReason.EPOCH_FILE_AHEAD)),
     ("fenced, another master: follow it", FENCED, view(1, 3), BecomeSlave(1, "c1:10911", 3, reconnect=True)),
@@ -38,14 +46,14 @@ def view(master, epoch, sss_epoch=1, members=(1, 2), address=None):
      Elect(step_down=True)),
     ("master, same epoch, newer set: adopt it", MASTER_5, view(ME, 5, 8, (ME,)), AdoptSyncStateSet(frozenset({ME}), 8)),
     ("master, same epoch, old set: nothing", MASTER_5, view(ME, 5, 7), Ignore(IgnoreReason.UP_TO_DATE)),
-    ("master re-elected at a newer epoch: a new entry", MASTER_5, view(ME, 6, 9), BecomeMaster(6, frozenset({1, 2}), 9, True)),
+    ("master re-elected at a newer epoch: a new entry", MASTER_5, view(ME, 6, 9), BecomeMaster(6, frozenset({1, 2}), 9)),
     ("slave, same master and epoch: nothing", SLAVE_OF_1_AT_5, view(1, 5), Ignore(IgnoreReason.UP_TO_DATE)),
     ("slave, same master at a newer epoch: fence with it, no reconnect", SLAVE_OF_1_AT_5, view(1, 6),
      BecomeSlave(1, "c1:10911", 6, reconnect=False)),
     ("slave, same master at a new address: reconnect", SLAVE_OF_1_AT_5, view(1, 5, address="c1b:10911"),
      BecomeSlave(1, "c1b:10911", 5, reconnect=True)),
     ("slave, a new master: reconnect", SLAVE_OF_1_AT_5, view(3, 6), BecomeSlave(3, "c3:10911", 6, reconnect=True)),
-    ("slave promoted", SLAVE_OF_1_AT_5, view(ME, 6, 2, (ME,)), BecomeMaster(6, frozenset({ME}), 2, True)),
+    ("slave promoted", SLAVE_OF_1_AT_5, view(ME, 6, 2, (ME,)), BecomeMaster(6, frozenset({ME}), 2)),
 ])
 def test_role_decisions(name, local, seen, expected):
     assert decide(local, seen, ME) == expected, name
@@ -59,6 +67,30 @@ def test_after_a_decision_the_old_epoch_is_never_taken_again():
     assert promoted.role is Role.MASTER and promoted.file_epoch == 4
     fenced = after(promoted, decide(promoted, view(None, 5), ME))
     assert fenced.role is Role.FENCED
+
+
+def test_a_broker_becomes_master_only_at_an_epoch_newer_than_its_file():
+    """Whatever the view, BecomeMaster's epoch is past the file's last epoch (a broker never
+    resumes an epoch), and a renewal names exactly the file's last epoch."""
+    for role in Role:
+        for acting in range(0, 5):
+            for file_epoch in range(acting, 6):
+                local = LocalRole(role, acting, 1, ME if role is Role.MASTER else 1, "", file_epoch)
+                for epoch in range(acting, 7):
+                    decision = decide(local, view(ME, epoch), ME)
+                    if isinstance(decision, BecomeMaster):
+                        assert decision.epoch > file_epoch, (local, epoch)
+                    if isinstance(decision, RenewEpoch):
+                        assert decision.epoch == file_epoch and not (role is Role.MASTER and acting == epoch)
+                    after_local = after(local, decision)
+                    assert after_local.file_epoch >= file_epoch
+
+
+def test_a_renewal_stops_a_master_and_leaves_the_epoch_it_acts_on():
+    local = LocalRole(Role.MASTER, 4, 7, ME, "", 5)
+    renewed = after(local, RenewEpoch(5, step_down=True))
+    assert renewed.role is Role.FENCED and renewed.master_epoch == 4 and renewed.file_epoch == 5
+    assert after(FENCED, RenewEpoch(3, step_down=False)) == FENCED
 
 
 def test_the_pause_fence_stops_writes_after_a_pause_until_confirmed():

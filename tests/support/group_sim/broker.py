@@ -7,7 +7,8 @@ because it lives in those drivers, not in a core):
   ``HEARTBEAT_MS`` (the pause fence ticks with it; a revealed pause polls the controller).
 * Every view (register, election, heartbeat, watch, poll) goes through
   ha.role.decisions.decide; the decision is carried out as the drivers do: to master, stop
-  copying, open the epoch in the epoch file when it is new, start a MasterGroup; to slave,
+  copying, make the log durable, open the new epoch in the epoch file, start a MasterGroup;
+  to renew an epoch, stop writing and ask the controller (ElectMaster renew_master_epoch); to slave,
   stop writing at once, stop the master (its waiting puts fail), drain local puts, copy.
 * A put: only a MASTER whose fence allows it; the core decides (at once, wait, refuse);
   the record is written, acknowledged once durable and, when waiting, once the core says
@@ -24,7 +25,7 @@ from ha.replication.master_group import GroupSettings, MasterGroup
 from ha.replication.quorum import QuorumRejection, WaitForAcks
 from ha.replication.slave import SlaveSettings
 from ha.role.decisions import (AdoptSyncStateSet, BecomeMaster, BecomeSlave, Elect, GroupView, Ignore, LocalRole,
-                               Role, after, decide)
+                               RenewEpoch, Role, after, decide)
 from ha.role.fence import PauseFence
 from tests.support.group_sim import records
 from tests.support.group_sim.controller import CLUSTER, GROUP, Answer, Beat, Call, Watch
@@ -218,11 +219,13 @@ class SimBroker(MasterSide, SlaveSide):
             if self.group is not None:
                 self.carry_out(self.group.applied(decision.members, decision.epoch, self.master_log(), self.now_ms))
             self.local = after(local, decision)
-        elif isinstance(decision, Elect):
+        elif isinstance(decision, (Elect, RenewEpoch)):
             if decision.step_down:
                 self.stop_master()
             self.local = after(local, decision)
-            self.net.send(self.id, CONTROLLER, Call(ElectMaster(CLUSTER, GROUP, self.id), "elect"))
+            renew = decision.epoch if isinstance(decision, RenewEpoch) else 0
+            self.net.send(self.id, CONTROLLER, Call(ElectMaster(CLUSTER, GROUP, self.id, renew_master_epoch=renew),
+                                                    "elect"))
         elif isinstance(decision, BecomeMaster):
             self.become_master(decision)
             self.local = after(local, decision)
@@ -237,8 +240,9 @@ class SimBroker(MasterSide, SlaveSide):
     def become_master(self, decision: BecomeMaster) -> None:
         self.stop_slave()
         self.stop_master()
-        if decision.new_epoch_entry and self.disk.epochs.last_epoch < decision.epoch:
-            self.disk.epochs = self.disk.epochs.append(decision.epoch, self.disk.end)
+        self.disk.durable = self.disk.end   # the entry's start is durable before the entry (wait_flushed)
+        assert self.disk.epochs.last_epoch < decision.epoch, (self.disk.epochs, decision)
+        self.disk.epochs = self.disk.epochs.append(decision.epoch, self.disk.end)
         settings = GroupSettings(self.id, True, self.config, retry_ms=200)
         self.group = MasterGroup(settings, decision.sync_state_set, decision.sync_state_set_epoch, self.disk.confirm,
                                  self.now_ms)

@@ -44,7 +44,7 @@ class FaultRates:
     controller_restart: float = 0.05
     slow_disk: float = 0.003
     power_loss: float = 0.5          # share of crashes that also lose unflushed bytes (torn writes)
-    master_power_loss: float = 0.0   # the same for a master: see test_a_master_power_loss_... (open)
+    master_power_loss: float = 0.5   # the same for a master (see test_a_master_power_loss_...)
     put: float = 0.5
     read: float = 0.3
 

@@ -103,6 +103,7 @@ class MessageStore(Reader):
         self._last_write_retry_ms = 0
         self._last_usage_check_ms = 0
         self._refusing_puts: str | None = None  # why local puts are refused (a slave's log is its master's)
+        self.derived_generation = 0  # moves when state derived from the log must be rebuilt
         self._open = False
 
     # --- lifecycle ---------------------------------------------------------------------------------
@@ -389,6 +390,10 @@ class MessageStore(Reader):
         internal put after a truncation would write it back); None allows them again."""
         self._refusing_puts = reason
 
+    def invalidate_derived(self) -> None:
+        """Make pop, timer and transactions rebuild from the log (after a cut, or a master's step-down)."""
+        self.derived_generation += 1
+
     async def drain_puts(self) -> None:
         """Wait until every local put already written is flushed (or failed), so that a replica
         turning slave copies into a log with no local write pending."""
@@ -551,6 +556,7 @@ class MessageStore(Reader):
         self._queues.sync_all()
         self._write_checkpoint(commit_offset, self._indexed_offset, clean=False)
         self.epochs.reconcile(log_.min_offset, commit_offset)
+        self.invalidate_derived()
 
     def _fail_pending_beyond(self, commit_offset: int) -> None:
         self._pending = deque(item for item in self._pending if item[0] <= commit_offset)

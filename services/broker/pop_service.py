@@ -90,6 +90,7 @@ class PopService:
         self.table = PopTable()
         self.keeper = OffsetKeeper(config.consumer_offset_update_version_step)
         self.log_offset = 0  # next pop-log record to apply
+        self._generation = store.derived_generation  # the store's, when the table was built from its log
         self._round_robin: dict[tuple[str, str], int] = {}
         self.data_version = DataVersion()  # of the pop state; moves only while acting (and by adoption)
         self.journal = PopJournal(config_dir / JOURNAL_FILE)
@@ -115,8 +116,21 @@ class PopService:
         return applied + len(acted)
 
     def catch_up(self) -> int:
-        """Apply pop-log records from the cursor to the end of the log; returns how many."""
+        """Apply pop-log records from the cursor to the end of the log; returns how many.  After
+        the store invalidated what was derived from it (a truncation, or this broker stepped
+        down as master), the table is rebuilt from the whole log first: a cursor past a cut
+        would skip the records a new master wrote at those offsets (found by bench/chaos.py: a
+        partitioned master's pop records were cut when it rejoined as a slave; promoted again,
+        it held a FIFO queue's commit below offsets the other master had acked and never
+        delivered that queue again), and records applied in memory whose writes never landed
+        would stay applied."""
         applied = 0
+        rebuild = self.store.derived_generation != self._generation
+        if rebuild:
+            self._generation = self.store.derived_generation
+            log.warning("broker %s: pop state rebuilt from the pop log (the log was cut, or the broker stepped "
+                        "down as master)", self.config.broker_name)
+            self.table, self.log_offset = PopTable(), 0
         while True:
             result = self.store.get(REVIVE_TOPIC, 0, self.log_offset, LOG_READ_BATCH)
             if result.status is GetStatus.OFFSET_TOO_SMALL:  # trimmed by retention
@@ -129,6 +143,8 @@ class PopService:
                 self._apply_all(records)
                 applied += len(records)
             if not result.messages:
+                if rebuild:  # an acting slave's records, newer than its log (as in recover)
+                    self._apply_all(self.journal.replay())
                 return applied
 
     def persist(self) -> None:

@@ -76,6 +76,7 @@ class TimerService:
         self._delivering: set[int] = set()
         self.bridge = None  # services.acting.escape.EscapeBridge while this slave acts
         self._escape_failed_logged = False
+        self._generation = store.derived_generation  # the store's, when the index was built from its log
 
     def recover(self) -> None:
         loaded = read_document(self.path, _parse_checkpoint)
@@ -84,6 +85,14 @@ class TimerService:
         self.catch_up()
 
     def catch_up(self) -> None:
+        """Index the timer topic and apply its op log from the cursors; after the store
+        invalidated what was derived from it, from the start (PopService.catch_up says why:
+        past a cut, a cursor skips the due messages a new master wrote there)."""
+        if self.store.derived_generation != self._generation:
+            self._generation = self.store.derived_generation
+            log.warning("broker %s: timer index rebuilt from the timer log", self.store_name)
+            self.index = TimerIndex()
+
         def index_one(message: StoredMessage) -> None:
             due = message.properties.get(Prop.TIMER_DEQUEUE_MS, "")
             if due.isdigit():

@@ -78,6 +78,7 @@ class TransactionService:
         self._versioned_document: dict | None = None
         self._end_lock = asyncio.Lock()
         self.bridge = None  # services.acting.escape.EscapeBridge while this slave acts
+        self._generation = store.derived_generation  # the store's, when the table was built from its log
 
     def recover(self) -> None:
         document = read_document(self.path, lambda doc: doc)
@@ -87,6 +88,13 @@ class TransactionService:
         self.catch_up()
 
     def catch_up(self) -> None:
+        """Apply the half and op logs from the cursors; after the store invalidated what was
+        derived from it, from the start (PopService.catch_up says why)."""
+        if self.store.derived_generation != self._generation:
+            self._generation = self.store.derived_generation
+            log.warning("broker %s: transaction table rebuilt from the half and op logs", self.config.broker_name)
+            self.table = TransactionTable(RESOLVED_MAX)
+
         def add(message: StoredMessage) -> None:
             self.table.add_half(message.queue_offset, message.properties.get(Prop.REAL_TOPIC, ""),
                                 transaction_id(message.queue_offset, message.message_id),

@@ -168,6 +168,8 @@ class BrokerReplica:
             master, self.master = self.master, None
             await master.stop()
         await self.store.drain_puts()
+        if was is Role.MASTER:
+            self.store.invalidate_derived()  # records applied before writes that never landed
         if self.slave is not None and not reconnect:
             self.slave.change_master_epoch(epoch)
             return
@@ -184,8 +186,10 @@ class BrokerReplica:
     async def fence_off(self) -> None:
         """Stop writing and stop serving slaves; copy nothing (a master that saw a newer epoch
         with no master, before the election settles who is next)."""
-        self.role = Role.FENCED
+        was, self.role = self.role, Role.FENCED
         self.store.refuse_puts(f"broker {self.name} is fenced")
+        if was is Role.MASTER:
+            self.store.invalidate_derived()
         self._notify()
         if self.master is not None:
             master, self.master = self.master, None

@@ -510,3 +510,60 @@ def test_pop_calls_answer_only_once_their_records_are_replicated(harness):
         assert ack.value.code is Code.HA_NOT_AVAILABLE
         await harness.stop()
     run(scenario())
+
+
+def test_a_cut_pop_log_is_replayed_from_the_start_not_skipped_past(harness):
+    """bench/chaos.py finding (a partitioned master rejoined as a slave, was promoted again and
+    never delivered one FIFO queue again; 414 acknowledged messages not consumed): the master
+    had applied its own pop records and moved its cursor past them; rejoining, its log was cut
+    below them and the new master's records were copied in at the same offsets; promoted
+    again, its cursor skipped those and its table kept the cut ones.  A truncation (and a
+    step-down) makes the pop table, the timer index and the transaction table rebuild from
+    the log."""
+    from scheduler.pop.records import REVIVE_TOPIC, AckRecord, InFlight, PopRecord, QueueKey, encode_records
+
+    async def scenario():
+        broker = await _with_topic(harness, queues=1)
+        for body in (b"1", b"2", b"3", b"4"):
+            await harness.send("T", body)
+        store = harness.store
+        cut = store.commit_log_max_offset
+        got = await harness.receive("G", "T", batch=2, invisible_ms=5000)   # this master's records: cut below
+        await broker.ack("G", "T", "", got[0].receipt_handle)
+        assert broker.pop.committed_offset("G", "T", 0) == 1
+        store.truncate(cut)   # rejoining as a slave: the consistent point with the new master
+        # the new master delivered 1, 2 and 3 and had them acked; its records land at the same offsets
+        key, now = QueueKey("G", "T", 0), harness.clock.now_ms()
+        stored = store.get("T", 0, 0, 3).messages
+        entries = tuple(InFlight(m.queue_offset, now * 1000 + m.queue_offset, 1, now + 5000, 16, m.commit_offset)
+                        for m in stored)
+        records = [PopRecord(key, 0, 3, entries)] + [AckRecord(key, m.queue_offset) for m in stored]
+        await store.put([MessageDraft(REVIVE_TOPIC, 0, body, now) for body in encode_records(records)])
+        broker.pop.catch_up()
+        assert broker.pop.committed_offset("G", "T", 0) == 3
+        assert [d.message.body for d in await harness.receive("G", "T")] == [b"4"]
+        await harness.stop()
+    run(scenario())
+
+
+def test_a_cut_timer_log_is_indexed_again_so_the_new_masters_delay_message_is_delivered(harness):
+    """The timer's side of the finding above: this master delivered its delay message (an op
+    record resolves timer offset 0); rejoining, both were cut and the new master's delay
+    message landed at timer offset 0.  The index rebuilt from the log delivers it; a cursor
+    past the cut kept offset 0 resolved and never delivered it."""
+    async def scenario():
+        broker = await _with_topic(harness, kind="DELAY")
+        store = harness.store
+        cut = store.commit_log_max_offset
+        now = harness.clock.now_ms()
+        await harness.send("T", b"cut", kind=MessageType.DELAY, due=now + 1000)
+        harness.clock.advance(1000)
+        assert await broker.run_timer() == 1
+        store.truncate(cut)
+        draft = MessageDraft("T", 0, b"new master's", harness.clock.now_ms(), properties={Prop.MESSAGE_ID: "ID-NEW"})
+        await broker.timer.schedule(draft, harness.clock.now_ms() + 1000)   # as copied from the new master
+        harness.clock.advance(1000)
+        assert await broker.run_timer() == 1
+        assert [d.message.body for d in await harness.receive("G", "T")] == [b"new master's"]
+        await harness.stop()
+    run(scenario())

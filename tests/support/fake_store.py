@@ -20,6 +20,10 @@ class FakeStore:
         self._next_commit = 0
         self._listeners: list[Callable[[str, int, int], None]] = []
         self.fail_next_puts = 0  # tests: make the next N puts raise a transient error
+        self.derived_generation = 0  # MessageStore.invalidate_derived
+
+    def invalidate_derived(self) -> None:
+        self.derived_generation += 1
 
     def start(self) -> RecoveryReport:
         return RecoveryReport(0, self._next_commit, 0, 0, 0, len(self._queues), True)

@@ -7,11 +7,16 @@ Rules:
 - A read uses the main file; when it is missing, empty or the parser rejects it, it falls
   back to ``name.bak``.  A parser error in both is raised to the caller (never guessed).
 - Text is RocketMQ's fastjson dialect (``metadata.fastjson``): the caller passes a document.
+- Writes of one path land in the order their documents were taken: a snapshot taken on the
+  event loop and written later in a worker thread (:func:`snapshot_document`) is skipped when
+  a later document of that path was written first, so an older table never overwrites a newer.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import os
+import threading
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -19,6 +24,7 @@ from metadata import fastjson
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+Write = Callable[[Path, Any], None]  # write_document, or a collector of snapshot_document's writes
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -47,8 +53,31 @@ def write_atomically(path: Path, text: str) -> None:
     _fsync_dir(path.parent)
 
 
+_locks_lock = threading.Lock()
+_path_locks: dict[Path, threading.Lock] = {}
+_taken = itertools.count(1)          # the order documents were taken in (next() is atomic under the GIL)
+_written: dict[Path, int] = {}       # path -> the order number of the document it holds
+
+
 def write_document(path: Path, document: Any) -> None:
-    write_atomically(path, fastjson.dumps(document))
+    _write_in_order(path, fastjson.dumps(document), next(_taken))
+
+
+def snapshot_document(path: Path, document: Any) -> Callable[[], None]:
+    """Serialize ``document`` now; return its write, to run later on any thread.  The write
+    is skipped when a document of ``path`` taken after this one was written first."""
+    text, order = fastjson.dumps(document), next(_taken)
+    return lambda: _write_in_order(path, text, order)
+
+
+def _write_in_order(path: Path, text: str, order: int) -> None:
+    with _locks_lock:
+        lock = _path_locks.setdefault(path, threading.Lock())
+    with lock:
+        if _written.get(path, 0) > order:
+            return
+        write_atomically(path, text)
+        _written[path] = order
 
 
 def read_document(path: Path, parse: Callable[[Any], T]) -> T | None:

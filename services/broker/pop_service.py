@@ -61,7 +61,7 @@ from services.acting.pop_journal import PopJournal
 from services.broker import requeue
 from services.broker.api import Delivery, FilterType, ReceiveRequest
 from services.broker.config import BrokerConfig
-from services.broker.config_files import read_document, write_document
+from services.broker.config_files import Write, read_document, write_document
 from services.broker.groups import GroupManager
 from services.broker.internal_put import put_retrying
 from services.broker.long_poll import AppendNotifier
@@ -147,19 +147,19 @@ class PopService:
                     self._apply_all(self.journal.replay())
                 return applied
 
-    def persist(self) -> None:
+    def persist(self, write: Write = write_document) -> None:
         self.catch_up()
-        self._write_state_files()
+        self._write_state_files(write)
 
-    def _write_state_files(self) -> None:
+    def _write_state_files(self, write: Write = write_document) -> None:
         """popState.json (the pop table and the log offset it covers), then consumerOffset.json
         if it changed; each write is atomic and fsynced (config_files)."""
         if self.bridge is not None:
             self.data_version = self.data_version.next_version(self.clock.now_ms())
-        write_document(self.state_path, self._state_document())
+        write(self.state_path, self._state_document())
         offsets = self.keeper.document_to_persist(self.clock.now_ms())
         if offsets is not None:
-            write_document(self.offset_path, offsets)
+            write(self.offset_path, offsets)
 
     def adopt_offsets(self, remote: ConsumerOffsetTable, direction: SyncDirection = SyncDirection.FROM_MASTER) -> Adoption:
         """Take a peer's offset table with its DataVersion when ``decide_adoption`` says so;

@@ -35,7 +35,7 @@ from scheduler.transaction_check import HALF_TOPIC, OP_TOPIC, CheckKind, EndReje
 from services.acting.escape import EscapedItem, EscapeFailed
 from services.broker.api import TransactionCheck, TransactionCheckSink
 from services.broker.config import BrokerConfig
-from services.broker.config_files import read_document, write_document
+from services.broker.config_files import Write, read_document, write_document
 from services.broker.internal_put import put_retrying
 from services.broker.system_log import op_body, parse_op, scan
 from store.errors import StoreError
@@ -117,9 +117,9 @@ class TransactionService:
             self._versioned_document = document
         return VersionedDocument(self.data_version, document)
 
-    def persist(self) -> None:
+    def persist(self, write: Write = write_document) -> None:
         checkpoint = self.versioned_checkpoint()
-        write_document(self.path, {**checkpoint.document, "dataVersion": checkpoint.data_version.to_json()})
+        write(self.path, {**checkpoint.document, "dataVersion": checkpoint.data_version.to_json()})
 
     def adopt_checkpoint(self, remote: VersionedDocument, direction: SyncDirection) -> Adoption:
         """Take a peer's checkpoint with its DataVersion when ``decide_adoption`` says so."""

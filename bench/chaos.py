@@ -236,9 +236,9 @@ def plot(path: Path, producer: Client, rounds: list[dict], origin: float) -> Non
     figure, axes = plt.subplots(figsize=(14, 4))
     axes.hist(times, bins=bins, weights=[1 / width] * len(times), color="tab:blue", histtype="stepfilled")
     colors = {}
-    palette = plt.get_cmap("tab10")
+    palette = plt.get_cmap("tab20")
     for round_ in rounds:
-        color = colors.setdefault(round_["kind"], palette(len(colors) % 10))
+        color = colors.setdefault(round_["kind"], palette(len(colors) % 20))
         axes.axvspan(round_["start"] - origin, round_["healed"] - origin, color=color, alpha=0.3,
                      label=round_["kind"] if round_["kind"] not in axes.get_legend_handles_labels()[1] else None)
     axes.set_xlabel("seconds")

@@ -23,6 +23,7 @@ faults are real rather than simulated in the broker.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -170,9 +171,12 @@ class Sandbox:
             print(f"sandbox: removed {name}, left by a harness that no longer runs", file=sys.stderr)
         try:
             self._write_lease()  # first: a SIGKILL from here on leaves a record for clean_stale
-            self.subnet = _free_subnet()
             self._shared_workdir()
-            self._bridge()
+            LEASES.mkdir(parents=True, exist_ok=True)
+            with open(LEASES / "subnet.lock", "w") as lock:  # two harnesses starting at once pick different subnets
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                self.subnet = _free_subnet()
+                self._bridge()
             for index in range(self.count):
                 self._namespace(index)
                 self._disk(index)

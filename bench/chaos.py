@@ -104,7 +104,9 @@ class Checks:
             except AssertionError:
                 continue  # not answerable now (a container is down): the next round reads it
             for row in _rows(json.loads(done.stdout)):
-                key = (group, row.get("brokerName"), row.get("queueId"))
+                if row.get("source") != "master":  # a slave's view while its master did not answer: not the group's offset
+                    continue
+                key = (group, row.get("topic"), row.get("brokerName"), row.get("queueId"))
                 offset = row.get("consumerOffset")
                 # what consumers are served from: a master's table.  A slave's row (the group's
                 # master not registered at that moment) is its copy as of its last snapshot
@@ -171,6 +173,18 @@ def run_rounds(cluster, producer: Client, schedule: list[str], checks: Checks, h
         print(f"round {number}/{len(schedule)} {kind}: {what}; healthy again: {recovered} "
               f"({time.monotonic() - healed:.1f} s after heal)", file=sys.stderr, flush=True)
     return rounds
+
+
+def drain_while_consuming(consumers: list[Client], producer: Client, idle_s: float = 90, limit_s: float = 1800):
+    """Drain until everything acknowledged is consumed, or the consumers consumed nothing new
+    for ``idle_s`` (what is still missing then is lost), or ``limit_s`` in all.  A FIFO consumer
+    behind by minutes after a long run is slow, not losing: it gets the time it keeps using."""
+    deadline, missing = time.monotonic() + limit_s, len(count([producer], consumers).lost)
+    while True:
+        counts = drain(consumers, [producer], timeout_s=idle_s)
+        if not counts.lost or time.monotonic() > deadline or len(counts.lost) >= missing:
+            return counts
+        missing = len(counts.lost)
 
 
 def late_fifo(consumed: list[str]) -> set[str]:
@@ -294,7 +308,7 @@ def main() -> int:
         time.sleep(2.0)
         rounds = run_rounds(cluster, producer, schedule, checks, args.hold)
         producer.stop()
-        counts = drain(consumers, [producer], timeout_s=90)
+        counts = drain_while_consuming(consumers, producer)
         checks.epoch_files(cluster)
     finally:
         for client in [producer, *consumers]:

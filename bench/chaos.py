@@ -104,8 +104,6 @@ class Checks:
             except AssertionError:
                 continue  # not answerable now (a container is down): the next round reads it
             for row in _rows(json.loads(done.stdout)):
-                if row.get("source") != "master":  # a slave's view while its master did not answer: not the group's offset
-                    continue
                 key = (group, row.get("topic"), row.get("brokerName"), row.get("queueId"))
                 offset = row.get("consumerOffset")
                 # what consumers are served from: a master's table.  A slave's row (the group's

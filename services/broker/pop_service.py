@@ -12,7 +12,9 @@ Durability design (close to RocketMQ's own pop checkpoints):
   together with the pop-log offset it covers (the snapshot is taken right after applying the
   log up to that offset), then ``consumerOffset.json`` is written.  On start the snapshot is
   loaded and the pop log is replayed from its offset; application is idempotent
-  (``PopTable`` rules), so replaying records already reflected is harmless.
+  (``PopTable`` rules), so replaying records already reflected is harmless.  The snapshot
+  keeps an anchor (the record below its offset); one written before the log was cut below
+  it is not trusted, and the table is rebuilt from the log (``system_log.cut_below``).
 - After a crash: an unacked message is in flight in the snapshot or the log (it expires and
   is redelivered) or was never recorded (the cursor is behind it: delivered again).  An
   answered ack is in the log.  Under ASYNC_FLUSH the window is the store's flush interval.
@@ -66,6 +68,7 @@ from services.broker.groups import GroupManager
 from services.broker.internal_put import put_retrying
 from services.broker.long_poll import AppendNotifier
 from services.broker.pop_log_writer import PopLogWriter
+from services.broker.system_log import anchors, cut_below
 from services.broker.offset_keeper import OffsetKeeper
 from services.broker.topics import TopicManager
 from store.errors import StoreError
@@ -110,6 +113,10 @@ class PopService:
             self.table = PopTable.from_document(state)
             self.log_offset = int(state.get("reviveOffset", 0))
             self.data_version = DataVersion.from_json(state.get("dataVersion", {}), "pop dataVersion")
+            if cut_below(self.store, {REVIVE_TOPIC: self.log_offset}, state.get("anchors")):
+                log.warning("broker %s: %s was written before the pop log was cut below its cursor; the pop "
+                            "state is rebuilt from the log", self.config.broker_name, self.state_path.name)
+                self.table, self.log_offset = PopTable(), 0
         applied = self.catch_up()
         acted = self.journal.replay()  # an acting slave's records, newer than its log
         self._apply_all(acted)
@@ -245,13 +252,14 @@ class PopService:
         document = self.table.to_document()
         document["reviveOffset"] = self.log_offset
         document["dataVersion"] = self.data_version.to_json()
+        document["anchors"] = anchors(self.store, {REVIVE_TOPIC: self.log_offset})
         return document
 
     def versioned_state(self) -> VersionedDocument:
         """The caught-up pop state (table and log cursor) with its DataVersion, for a hand-over."""
         self.catch_up()
         document = self._state_document()
-        return VersionedDocument(self.data_version, {k: v for k, v in document.items() if k != "dataVersion"})
+        return VersionedDocument(self.data_version, {k: v for k, v in document.items() if k not in ("dataVersion", "anchors")})
 
     def adopt_state(self, remote: VersionedDocument, direction: SyncDirection) -> Adoption:
         """Take a peer's pop state when ``decide_adoption`` says so, then apply this log's records

@@ -40,7 +40,7 @@ from services.acting.escape import EscapedItem, EscapeFailed
 from services.broker.config import BrokerConfig
 from services.broker.config_files import Write, read_document, write_document
 from services.broker.internal_put import put_retrying
-from services.broker.system_log import op_body, parse_op, scan
+from services.broker.system_log import anchors, cut_below, op_body, parse_op, scan
 from store.errors import StoreError
 
 log = logging.getLogger(__name__)
@@ -60,8 +60,13 @@ def real_draft(message: StoredMessage) -> MessageDraft:
                                       queue_id=int(message.properties[Prop.REAL_QUEUE_ID]), properties=properties)
 
 
-def _parse_checkpoint(document) -> tuple[TimerIndex, DataVersion]:
-    return TimerIndex.from_document(document), DataVersion.from_json(document.get("dataVersion", {}), "timer dataVersion")
+def _parse_checkpoint(document) -> tuple[TimerIndex, DataVersion, object]:
+    return (TimerIndex.from_document(document), DataVersion.from_json(document.get("dataVersion", {}), "timer dataVersion"),
+            document.get("anchors"))
+
+
+def _cursors(index: TimerIndex) -> dict[str, int]:
+    return {TIMER_TOPIC: index.scan_offset, TIMER_OP_TOPIC: index.op_offset}
 
 
 class TimerService:
@@ -80,7 +85,11 @@ class TimerService:
 
     def recover(self) -> None:
         loaded = read_document(self.path, _parse_checkpoint)
-        self.index, self.data_version = loaded if loaded is not None else (TimerIndex(), DataVersion())
+        self.index, self.data_version, anchored = loaded if loaded is not None else (TimerIndex(), DataVersion(), None)
+        if cut_below(self.store, _cursors(self.index), anchored):
+            log.warning("broker %s: %s was written before the timer log was cut below its cursors; the index is "
+                        "rebuilt from the log", self.store_name, self.path.name)
+            self.index = TimerIndex()
         self._versioned_document = self.index.to_document()
         self.catch_up()
 
@@ -120,9 +129,12 @@ class TimerService:
             self._versioned_document = document
         return VersionedDocument(self.data_version, document)
 
+    def _file_document(self, index: TimerIndex, document: dict, data_version: DataVersion) -> dict:
+        return {**document, "dataVersion": data_version.to_json(), "anchors": anchors(self.store, _cursors(index))}
+
     def persist(self, write: Write = write_document) -> None:
         checkpoint = self.versioned_checkpoint()
-        write(self.path, {**checkpoint.document, "dataVersion": checkpoint.data_version.to_json()})
+        write(self.path, self._file_document(self.index, checkpoint.document, checkpoint.data_version))
 
     def adopt_checkpoint(self, remote: VersionedDocument, direction: SyncDirection = SyncDirection.FROM_MASTER) -> Adoption:
         """Take a peer's checkpoint with its DataVersion when ``decide_adoption`` says so."""
@@ -130,7 +142,7 @@ class TimerService:
         if isinstance(decision, Adopt):
             index = TimerIndex.from_document(remote.document)
             document = index.to_document()
-            write_document(self.path, {**document, "dataVersion": remote.data_version.to_json()})
+            write_document(self.path, self._file_document(index, document, remote.data_version))
             self.index, self.data_version, self._versioned_document = index, remote.data_version, document
         return decision
 

@@ -37,7 +37,7 @@ from services.broker.api import TransactionCheck, TransactionCheckSink
 from services.broker.config import BrokerConfig
 from services.broker.config_files import Write, read_document, write_document
 from services.broker.internal_put import put_retrying
-from services.broker.system_log import op_body, parse_op, scan
+from services.broker.system_log import anchors, cut_below, op_body, parse_op, scan
 from store.errors import StoreError
 
 log = logging.getLogger(__name__)
@@ -69,6 +69,10 @@ def real_draft(half: StoredMessage) -> MessageDraft:
                                    properties=properties)
 
 
+def _cursors(table: TransactionTable) -> dict[str, int]:
+    return {HALF_TOPIC: table.half_offset, OP_TOPIC: table.op_offset}
+
+
 class TransactionService:
     def __init__(self, config: BrokerConfig, store, clock, sink: TransactionCheckSink, config_dir: Path):
         self.config, self.store, self.clock, self.sink = config, store, clock, sink
@@ -84,6 +88,10 @@ class TransactionService:
         document = read_document(self.path, lambda doc: doc)
         self.table = TransactionTable.from_document(document, RESOLVED_MAX) if document else TransactionTable(RESOLVED_MAX)
         self.data_version = DataVersion.from_json((document or {}).get("dataVersion", {}), "transaction dataVersion")
+        if cut_below(self.store, _cursors(self.table), (document or {}).get("anchors")):
+            log.warning("broker %s: %s was written before the half or op log was cut below its cursors; the "
+                        "table is rebuilt from the logs", self.config.broker_name, self.path.name)
+            self.table = TransactionTable(RESOLVED_MAX)
         self._versioned_document = self.table.to_document()
         self.catch_up()
 
@@ -117,9 +125,12 @@ class TransactionService:
             self._versioned_document = document
         return VersionedDocument(self.data_version, document)
 
+    def _file_document(self, table: TransactionTable, document: dict, data_version: DataVersion) -> dict:
+        return {**document, "dataVersion": data_version.to_json(), "anchors": anchors(self.store, _cursors(table))}
+
     def persist(self, write: Write = write_document) -> None:
         checkpoint = self.versioned_checkpoint()
-        write(self.path, {**checkpoint.document, "dataVersion": checkpoint.data_version.to_json()})
+        write(self.path, self._file_document(self.table, checkpoint.document, checkpoint.data_version))
 
     def adopt_checkpoint(self, remote: VersionedDocument, direction: SyncDirection) -> Adoption:
         """Take a peer's checkpoint with its DataVersion when ``decide_adoption`` says so."""
@@ -127,7 +138,7 @@ class TransactionService:
         if isinstance(decision, Adopt):
             table = TransactionTable.from_document(remote.document, RESOLVED_MAX)
             document = table.to_document()
-            write_document(self.path, {**document, "dataVersion": remote.data_version.to_json()})
+            write_document(self.path, self._file_document(table, document, remote.data_version))
             self.table, self.data_version, self._versioned_document = table, remote.data_version, document
             self.catch_up()
         return decision

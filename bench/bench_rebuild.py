@@ -6,8 +6,10 @@ invalidate_derived``; PopService.catch_up says why).  The rebuild runs on the br
 loop, so it is a pause of that broker's calls.  This measures it over a real store in a temp
 dir: N messages sent, received in batches of 32 and acked one by one (as the official
 clients ack), plus N/10 delay messages; then the store is invalidated and each service's
-catch_up is timed.  The reference, measured in the same run, is a bare read of the same logs
-through ``store.get`` (no decoding, no table): the floor any rebuild from the log pays.
+catch_up is timed, in one go and then in steps (``Broker.catch_up_in_steps``, as a slave that
+stepped down rebuilds: the longest step is the longest the loop waits).  The reference,
+measured in the same run, is a bare read of the same logs through ``store.get`` (no
+decoding, no table): the floor any rebuild from the log pays.
 
     .venv/bin/python bench/bench_rebuild.py [--messages 20000 100000]
 
@@ -101,9 +103,20 @@ async def measure(root: Path, messages: int) -> dict:
         broker.transactions.catch_up()
         transaction_s = time.perf_counter() - started
         rebuilt = sum(broker.pop.committed_offset("G", "T", q) for q in range(4))
+        broker.pop.serving = lambda: False    # as a slave that stepped down: the rebuild goes in steps
+        store.invalidate_derived()
+        steps = asyncio.ensure_future(broker.catch_up_in_steps())
+        longest, last, started = 0.0, time.perf_counter(), time.perf_counter()
+        while not steps.done():
+            await asyncio.sleep(0)
+            now = time.perf_counter()
+            longest, last = max(longest, now - last), now
+        await steps
+        in_steps_s = time.perf_counter() - started
+        stepped = sum(broker.pop.committed_offset("G", "T", q) for q in range(4))
         return {"messages": messages, "acked": acked, "pop_log_messages": pop_records, "bare_read_s": bare_s,
                 "pop_s": pop_s, "timer_s": timer_s, "transaction_s": transaction_s,
-                "same_offsets": committed == rebuilt, "log_mb": store.commit_log_max_offset / 1e6}
+                "same_offsets": committed == rebuilt == stepped, "in_steps_s": in_steps_s, "longest_step_s": longest, "log_mb": store.commit_log_max_offset / 1e6}
     finally:
         await broker.stop()
         store.shutdown()
@@ -119,7 +132,7 @@ def main() -> int:
     print(f"# bench_rebuild: {platform.python_version()} on {platform.machine()}; "
           f"receive batch 32, one ack per message, delay messages = messages/10; ASYNC_FLUSH store")
     print(f"{'messages':>9} {'pop-log msgs':>12} {'bare read s':>11} {'pop s':>7} {'timer s':>8} {'txn s':>7} "
-          f"{'pop/bare':>8} {'log MB':>7} offsets")
+          f"{'pop/bare':>8} {'log MB':>7} {'steps s':>7} {'max step ms':>11} offsets")
     for messages in args.messages:
         parent = Path(args.dir) if args.dir else None
         root = Path(tempfile.mkdtemp(prefix="relaymq-rebuild-", dir=parent))
@@ -129,7 +142,8 @@ def main() -> int:
             shutil.rmtree(root, ignore_errors=True)
         print(f"{r['messages']:9d} {r['pop_log_messages']:12d} {r['bare_read_s']:11.3f} {r['pop_s']:7.3f} "
               f"{r['timer_s']:8.3f} {r['transaction_s']:7.3f} {r['pop_s'] / max(r['bare_read_s'], 1e-9):8.1f} "
-              f"{r['log_mb']:7.1f} {'same' if r['same_offsets'] else 'DIFFER'}", flush=True)
+              f"{r['log_mb']:7.1f} {r['in_steps_s']:7.3f} {r['longest_step_s'] * 1000:11.1f} "
+              f"{'same' if r['same_offsets'] else 'DIFFER'}", flush=True)
     return 0
 
 

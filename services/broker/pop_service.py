@@ -94,6 +94,7 @@ class PopService:
         self.keeper = OffsetKeeper(config.consumer_offset_update_version_step)
         self.log_offset = 0  # next pop-log record to apply
         self._generation = store.derived_generation  # the store's, when the table was built from its log
+        self._rebuilding = False  # from the start of the log; the acting journal follows the log's end
         self._round_robin: dict[tuple[str, str], int] = {}
         self.data_version = DataVersion()  # of the pop state; moves only while acting (and by adoption)
         self.journal = PopJournal(config_dir / JOURNAL_FILE)
@@ -131,28 +132,42 @@ class PopService:
         it held a FIFO queue's commit below offsets the other master had acked and never
         delivered that queue again), and records applied in memory whose writes never landed
         would stay applied."""
-        applied = 0
-        rebuild = self.store.derived_generation != self._generation
-        if rebuild:
+        return self._catch_up(None)[0]
+
+    @property
+    def rebuilding(self) -> bool:
+        """The table is not its log's yet: the store invalidated it, or a rebuild in steps
+        (Broker.catch_up_in_steps) has not reached the log's end."""
+        return self._rebuilding or self.store.derived_generation != self._generation
+
+    def catch_up_some(self, batches: int | None) -> bool:
+        """:meth:`catch_up` with at most ``batches`` reads of the log; True once at its end."""
+        return self._catch_up(batches)[1]
+
+    def _catch_up(self, batches: int | None) -> tuple[int, bool]:
+        applied = read = 0
+        if self.store.derived_generation != self._generation:
             self._generation = self.store.derived_generation
             log.warning("broker %s: pop state rebuilt from the pop log (the log was cut, or the broker stepped "
                         "down as master)", self.config.broker_name)
             self.table, self.log_offset = PopTable(), 0
-        while True:
+            self._rebuilding = True
+        while batches is None or read < batches:
             result = self.store.get(REVIVE_TOPIC, 0, self.log_offset, LOG_READ_BATCH)
             if result.status is GetStatus.OFFSET_TOO_SMALL:  # trimmed by retention
                 self.log_offset = result.next_offset
                 continue
-            if result.messages:
-                self.log_offset = result.next_offset
+            if not result.messages:
+                if self._rebuilding:  # an acting slave's records, newer than its log (as in recover)
+                    self._rebuilding = False
+                    self._apply_all(self.journal.replay())
+                return applied, True
+            self.log_offset, read = result.next_offset, read + 1
             for message in result.messages:
                 records = decode_records(message.body)
                 self._apply_all(records)
                 applied += len(records)
-            if not result.messages:
-                if rebuild:  # an acting slave's records, newer than its log (as in recover)
-                    self._apply_all(self.journal.replay())
-                return applied
+        return applied, False
 
     def persist(self, write: Write = write_document) -> None:
         self.catch_up()

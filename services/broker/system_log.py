@@ -20,18 +20,22 @@ from store.results import GetStatus
 READ_BATCH = 1024
 
 
-def scan(store, topic: str, offset: int, apply: Callable[[StoredMessage], None]) -> int:
-    """Apply every record of ``topic`` queue 0 from ``offset``; returns the next offset."""
-    while True:
+def scan(store, topic: str, offset: int, apply: Callable[[StoredMessage], None],
+         batches: int | None = None) -> tuple[int, bool]:
+    """Apply the records of ``topic`` queue 0 from ``offset``, all of them or at most
+    ``batches`` reads of READ_BATCH; the next offset, and whether it reached the end."""
+    read = 0
+    while batches is None or read < batches:
         result = store.get(topic, 0, offset, READ_BATCH)
         if result.status is GetStatus.OFFSET_TOO_SMALL:
             offset = result.next_offset
             continue
         if not result.messages:
-            return offset
+            return offset, True
         for message in result.messages:
             apply(message)
-        offset = result.next_offset
+        offset, read = result.next_offset, read + 1
+    return offset, False
 
 
 def op_body(**fields) -> bytes:

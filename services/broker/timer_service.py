@@ -94,9 +94,13 @@ class TimerService:
         self.catch_up()
 
     def catch_up(self) -> None:
-        """Index the timer topic and apply its op log from the cursors; after the store
-        invalidated what was derived from it, from the start (PopService.catch_up says why:
-        past a cut, a cursor skips the due messages a new master wrote there)."""
+        self.catch_up_some(None)
+
+    def catch_up_some(self, batches: int | None) -> bool:
+        """Index the timer topic and apply its op log from the cursors (at most ``batches``
+        reads; True once both are at their end); after the store invalidated what was derived
+        from it, from the start (PopService.catch_up says why: past a cut, a cursor skips the
+        due messages a new master wrote there).  The op log is applied once the index is."""
         if self.store.derived_generation != self._generation:
             self._generation = self.store.derived_generation
             log.warning("broker %s: timer index rebuilt from the timer log", self.store_name)
@@ -112,8 +116,11 @@ class TimerService:
             if op is not None and isinstance(op.get("o"), int):
                 self._resolve(op["o"])
 
-        self.index.scan_offset = scan(self.store, TIMER_TOPIC, self.index.scan_offset, index_one)
-        self.index.op_offset = scan(self.store, TIMER_OP_TOPIC, self.index.op_offset, apply_op)
+        self.index.scan_offset, indexed = scan(self.store, TIMER_TOPIC, self.index.scan_offset, index_one, batches)
+        if not indexed:
+            return False
+        self.index.op_offset, applied = scan(self.store, TIMER_OP_TOPIC, self.index.op_offset, apply_op, batches)
+        return applied
 
     def _resolve(self, offset: int) -> None:
         """Resolve a pending entry (delivered, escaped, recalled): a commit of the delay offsets."""

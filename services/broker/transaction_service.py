@@ -96,8 +96,12 @@ class TransactionService:
         self.catch_up()
 
     def catch_up(self) -> None:
-        """Apply the half and op logs from the cursors; after the store invalidated what was
-        derived from it, from the start (PopService.catch_up says why)."""
+        self.catch_up_some(None)
+
+    def catch_up_some(self, batches: int | None) -> bool:
+        """Apply the half and op logs from the cursors (at most ``batches`` reads; True once
+        both are at their end); after the store invalidated what was derived from it, from
+        the start (PopService.catch_up says why).  The op log is applied once the halves are."""
         if self.store.derived_generation != self._generation:
             self._generation = self.store.derived_generation
             log.warning("broker %s: transaction table rebuilt from the half and op logs", self.config.broker_name)
@@ -113,8 +117,11 @@ class TransactionService:
             if op is not None and isinstance(op.get("o"), int) and op.get("k") in {r.value for r in Resolution}:
                 self.table.resolve(op["o"], Resolution(op["k"]))
 
-        self.table.half_offset = scan(self.store, HALF_TOPIC, self.table.half_offset, add)
-        self.table.op_offset = scan(self.store, OP_TOPIC, self.table.op_offset, resolve)
+        self.table.half_offset, added = scan(self.store, HALF_TOPIC, self.table.half_offset, add, batches)
+        if not added:
+            return False
+        self.table.op_offset, resolved = scan(self.store, OP_TOPIC, self.table.op_offset, resolve, batches)
+        return resolved
 
     def versioned_checkpoint(self) -> VersionedDocument:
         """The caught-up table document, its DataVersion bumped first if the table changed."""

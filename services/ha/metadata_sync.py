@@ -162,6 +162,7 @@ class MetadataSync:
         if rejected is not None:
             detail = f"reply from {metadata.broker_name} id {metadata.broker_id} ({metadata.role})"
             return SyncReport(SyncOutcome.FAILED, now, address, SyncProblem(rejected.value), detail)
+        await self.broker.catch_up_in_steps()  # adopting compares caught-up tables: a rebuild, in steps
         if self.broker.role != "SLAVE":  # promoted while we were asking
             return SyncReport(SyncOutcome.SKIPPED, now, address, SyncProblem.NOT_A_SLAVE)
         decisions = adopt(self.broker, metadata, SyncDirection.FROM_MASTER)

@@ -30,12 +30,13 @@ from scheduler.pop.records import Record
 
 log = logging.getLogger(__name__)
 
-Put = Callable[[list[Record]], Awaitable[None]]
+Put = Callable[[list[Record], bool], Awaitable[None]]
 
 
 class PopLogWriter:
     def __init__(self, put: Put, serving: Callable[[], bool], refused: Callable[[], Exception]):
-        """``put(records)``: append them to the pop log (raises on failure); ``serving()``:
+        """``put(records, applied)``: append them to the pop log (raises on failure);
+        ``applied``: every one of them is applied in memory already; ``serving()``:
         whether this broker may write its pop log now; ``refused()``: the error then."""
         self._put, self._serving, self._refused = put, serving, refused
         self._unwritten: list[Record] = []   # applied in memory, not in the log yet
@@ -77,7 +78,7 @@ class PopLogWriter:
             return self._refused()
         records = self._unwritten + [record for items, _, _ in batch for record in items]
         try:
-            await self._put(records)
+            await self._put(records, all(applied for _, applied, _ in batch))
         except Exception as error:  # noqa: BLE001 - every caller gets it; applied records wait
             self._unwritten = self._unwritten + [r for items, applied, _ in batch if applied for r in items]
             log.warning("pop log: put of %d records failed (%s); %d applied records go first with the next put",

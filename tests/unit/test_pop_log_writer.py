@@ -21,15 +21,17 @@ def record(offset: int) -> AckRecord:
 class Log:
     def __init__(self):
         self.puts: list[list[int]] = []
+        self.applied: list[bool] = []   # per put: every record in it applied before the write
         self.fail = 0
         self.serving = True
 
-    async def put(self, records):
+    async def put(self, records, applied):
         await asyncio.sleep(0)
         if self.fail:
             self.fail -= 1
             raise DiskFull("injected")
         self.puts.append([r.offset for r in records])
+        self.applied.append(applied)
 
     def writer(self) -> PopLogWriter:
         return PopLogWriter(self.put, lambda: self.serving, lambda: RequestRejected(Code.FORBIDDEN, "not serving"))
@@ -45,6 +47,7 @@ def test_writes_queued_during_a_put_go_together_in_order():
         await asyncio.gather(writer.write([record(2)], True), writer.write([record(3), record(4)], False))
         await first
         assert log.puts == [[1], [2, 3, 4]]
+        assert log.applied == [True, False]   # 3 and 4 are applied only once written: the put says so
     asyncio.run(scenario())
 
 

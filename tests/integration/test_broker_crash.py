@@ -99,8 +99,10 @@ def _record(lines: dict[str, set[str]], line: str) -> None:
 @pytest.mark.integration
 def test_sigkill_loses_no_acknowledged_send_and_replays_no_acknowledged_ack(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path)], cwd=ROOT, env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    store, stderr_path = tmp_path / "store", tmp_path / "child.stderr"
+    with stderr_path.open("w") as stderr:
+        child = subprocess.Popen([sys.executable, "-c", CHILD, str(store)], cwd=ROOT, env=env,
+                                 stdout=subprocess.PIPE, stderr=stderr, text=True)
     lines: dict[str, set[str]] = {"SENT": set(), "RECEIVED": set(), "ACKED": set()}
     sent, received, acked = lines["SENT"], lines["RECEIVED"], lines["ACKED"]
     deadline = time.monotonic() + 60
@@ -112,11 +114,16 @@ def test_sigkill_loses_no_acknowledged_send_and_replays_no_acknowledged_ack(tmp_
             _record(lines, line)
     finally:
         child.send_signal(signal.SIGKILL)
-        rest, errors = child.communicate()
-    for line in rest.splitlines():  # answered before the kill landed
+        # what the child printed before the kill landed, through the same buffered reader:
+        # communicate() reads the pipe itself and lost the lines readline had buffered, so
+        # acked messages looked unacked (and "not consumable")
+        rest = child.stdout.read()
+        child.wait()
+    for line in rest.splitlines():
         _record(lines, line)
+    errors = stderr_path.read_text()
     assert len(acked) >= 40, errors[-2000:]
-    seen = asyncio.run(_drain_after_restart(tmp_path))
+    seen = asyncio.run(_drain_after_restart(store))
     assert not (set(seen) & acked), "an acknowledged message was delivered again"
     # a message received before the kill was consumed, whether or not its ack's answer got out:
     # its ack may have landed (then it is not delivered again), or not (then it is)

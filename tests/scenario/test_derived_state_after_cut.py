@@ -83,6 +83,13 @@ def _crash_copy(harness, tmp_path_factory):
     return Harness(copy)
 
 
+def _across_a_crash(harness, before_crash, after_crash):
+    """``before_crash()`` returns the Harness of the crash copy; ``after_crash`` starts it."""
+    restarted = run(before_crash())
+    run(after_crash(restarted))
+    run(harness.stop())
+
+
 def test_a_pop_state_file_written_before_a_cut_is_not_trusted_after_a_crash(harness, tmp_path_factory):
     """The cut-pop-log finding on the crash path: popState.json (cursor past the cut, the cut
     records in its table) was written before the log was cut and the new master's records
@@ -115,9 +122,7 @@ def test_a_pop_state_file_written_before_a_cut_is_not_trusted_after_a_crash(harn
         assert [d.message.body for d in await restarted.receive("G", "T")] == [b"4"]
         await restarted.stop()
 
-    restarted = run(before_crash())
-    run(after_crash(restarted))
-    run(harness.stop())
+    _across_a_crash(harness, before_crash, after_crash)
 
 
 def test_a_timer_file_written_before_a_cut_is_not_trusted_after_a_crash(harness, tmp_path_factory):
@@ -143,9 +148,7 @@ def test_a_timer_file_written_before_a_cut_is_not_trusted_after_a_crash(harness,
         assert [d.message.body for d in await restarted.receive("G", "T")] == [b"new master's"]
         await restarted.stop()
 
-    restarted = run(before_crash())
-    run(after_crash(restarted))
-    run(harness.stop())
+    _across_a_crash(harness, before_crash, after_crash)
 
 
 def test_a_transaction_file_written_before_a_cut_is_not_trusted_after_a_crash(harness, tmp_path_factory):
@@ -168,9 +171,7 @@ def test_a_transaction_file_written_before_a_cut_is_not_trusted_after_a_crash(ha
         assert [d.message.body for d in await restarted.receive("G", "T")] == [b"new master's"]
         await restarted.stop()
 
-    restarted = run(before_crash())
-    run(after_crash(restarted))
-    run(harness.stop())
+    _across_a_crash(harness, before_crash, after_crash)
 
 
 async def _consumed(harness, sent: int, leave: int):
@@ -256,6 +257,4 @@ def test_a_snapshot_between_an_acks_write_and_its_application_keeps_the_ack(harn
         assert await restarted.receive("G", "T") == []
         await restarted.stop()
 
-    restarted = run(before_crash())
-    run(after_crash(restarted))
-    run(harness.stop())
+    _across_a_crash(harness, before_crash, after_crash)

@@ -29,6 +29,7 @@ import random
 import signal
 import sys
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -154,12 +155,38 @@ def wait_acks(producer: Client, since: float, timeout_s: float) -> bool:
     return False
 
 
-def run_rounds(cluster, producer: Client, schedule: list[str], checks: Checks, hold_s: float) -> list[dict]:
-    rounds = []
+class Stop:
+    """A stop asked for by a signal: the first SIGTERM, SIGHUP or Ctrl-C ends the rounds after
+    the one under way (its fault healed at once), so the run still drains and checks; a second
+    one raises KeyboardInterrupt where the harness is (the cluster and the sandbox are still
+    removed; no verdict).  The first one raises nothing: raised wherever the harness was (in
+    the middle of its in-process gRPC calls too), it once killed the harness with glibc's
+    "corrupted double-linked list" before it could report."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.why = ""
+
+    def __call__(self, signum, _frame) -> None:
+        name = signal.Signals(signum).name
+        if self.event.is_set():
+            raise KeyboardInterrupt(name)
+        self.why = name
+        self.event.set()
+
+
+STOP = Stop()
+
+
+def run_rounds(cluster, producer: Client, schedule: list[str], checks: Checks, hold_s: float,
+               rounds: list[dict]) -> None:
+    """Appends each finished round to ``rounds`` until the schedule or a :data:`STOP` ends them."""
     for number, kind in enumerate(schedule, 1):
+        if STOP.event.is_set():
+            return
         started = time.monotonic()
         what, heal = chaos_faults.inject(cluster, kind)
-        time.sleep(chaos_faults.HOLD_S[kind.split("-")[0]] * hold_s)
+        STOP.event.wait(chaos_faults.HOLD_S[kind.split("-")[0]] * hold_s)
         healed = time.monotonic()
         heal()
         recovered = wait_healthy(cluster, 60) and wait_acks(producer, time.monotonic(), 30)
@@ -170,7 +197,6 @@ def run_rounds(cluster, producer: Client, schedule: list[str], checks: Checks, h
                        "end": time.monotonic(), "recovered": recovered})
         print(f"round {number}/{len(schedule)} {kind}: {what}; healthy again: {recovered} "
               f"({time.monotonic() - healed:.1f} s after heal)", file=sys.stderr, flush=True)
-    return rounds
 
 
 def drain_while_consuming(consumers: list[Client], producer: Client, idle_s: float = 90, limit_s: float = 1800):
@@ -291,13 +317,13 @@ def parse() -> argparse.Namespace:
     return args
 
 
-def main() -> int:
-    args = parse()
+def schedule_of(args: argparse.Namespace, missing: str | None) -> list[str]:
+    """``--runs`` rounds of each kind asked for, shuffled by ``--seed`` (sandbox kinds dropped,
+    with one line saying why, when there is no sandbox)."""
     kinds = [k for k in args.kinds.split(",") if k]
     unknown = set(kinds) - set(chaos_faults.KINDS)
     if unknown:
         raise SystemExit(f"unknown fault kinds {sorted(unknown)}; known: {', '.join(chaos_faults.KINDS)}")
-    missing = chaos_env.available()
     if missing:
         skipped = [k for k in kinds if k in chaos_faults.SANDBOX_KINDS]
         kinds = [k for k in kinds if k not in chaos_faults.SANDBOX_KINDS]
@@ -305,56 +331,90 @@ def main() -> int:
             print(f"{', '.join(skipped)}: skipped (the sandbox {missing})", file=sys.stderr)
     schedule = [k for k in kinds for _ in range(args.runs)]
     random.Random(args.seed).shuffle(schedule)
+    return schedule
+
+
+class Run:
+    """One harness run: the cluster, the clients, the rounds so far and what was checked."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.checks, self.rounds = Checks(), []
+        self.producer, self.consumers, self.counts = None, [], None
+        self.origin = time.monotonic()
+        self.stopped = ""   # why the rounds ended early (SIGTERM, SIGINT), "" when they all ran
+
+    def exercise(self, cluster: ControllerModeCluster, schedule: list[str], args: argparse.Namespace) -> None:
+        """Start the load, run the rounds, drain, read the epoch files.  Stopped (:data:`STOP`)
+        during the rounds, the run still drains (shortly) and checks the rounds it did."""
+        prepare(cluster)
+        wait_healthy(cluster, 60)
+        if STOP.event.is_set():  # stopped while the cluster started: nothing to check yet
+            raise KeyboardInterrupt(STOP.why)
+        self.producer, self.consumers = start_load(cluster, self.out, args.rate)
+        self.origin = time.monotonic()
+        STOP.event.wait(2.0)
+        run_rounds(cluster, self.producer, schedule, self.checks, args.hold, self.rounds)
+        if STOP.event.is_set():
+            self.stopped = f"{STOP.why} after round {len(self.rounds)} of {len(schedule)}"
+            print(f"chaos: stopped ({self.stopped}); draining for at most 120 s, then checking (a second "
+                  f"signal ends it at once)", file=sys.stderr, flush=True)
+        self.producer.stop()
+        self.counts = drain_while_consuming(self.consumers, self.producer, *((30, 120) if self.stopped else ()))
+        self.checks.epoch_files(cluster)
+
+    def summary(self, args: argparse.Namespace) -> dict:
+        counts, checks = self.counts, self.checks
+        return {"seed": args.seed, "runs": args.runs, "stopped": self.stopped or None,
+                "rounds_done": len(self.rounds), "acknowledged": len(counts.acked), "lost": len(counts.lost),
+                "duplicated": counts.duplicates, "reordered": counts.reorders(), "rollbacks": checks.rollbacks,
+                "violations": checks.violations, "queues_checked": len(checks.offsets),
+                "epochs_checked": checks.epoch_entries, "masters_per_epoch_checked": len(checks.masters),
+                "faults": account(self.rounds, self.producer, counts), "rounds": self.rounds,
+                "plot": str(self.out / "chaos.png")}
+
+
+def main() -> int:
+    args = parse()
+    missing = chaos_env.available()
+    schedule = schedule_of(args, missing)
     out = Path(args.out or tempfile.mkdtemp(prefix="relaymq-chaos-"))
     out.mkdir(parents=True, exist_ok=True)
-    checks, producer, consumers, rounds, sandbox, cluster = Checks(), None, [], [], None, None
+    run, sandbox, cluster = Run(out), None, None
     try:
         sandbox = None if missing else chaos_env.Sandbox(out / "cluster", disk_mb=args.disk_mb).open()
         cluster = ControllerModeCluster(out / "cluster", controllers=3, network=sandbox)
         cluster.start()
-        prepare(cluster)
-        wait_healthy(cluster, 60)
-        producer, consumers = start_load(cluster, out, args.rate)
-        origin = time.monotonic()
-        time.sleep(2.0)
-        rounds = run_rounds(cluster, producer, schedule, checks, args.hold)
-        producer.stop()
-        counts = drain_while_consuming(consumers, producer)
-        checks.epoch_files(cluster)
+        run.exercise(cluster, schedule, args)
     finally:
-        for client in [producer, *consumers]:
+        for client in [run.producer, *run.consumers]:
             if client is not None:
                 client.stop()
         if cluster is not None:
             cluster.close()
         if sandbox is not None:
             sandbox.close()
-    table = account(rounds, producer, counts)
-    summary = {"seed": args.seed, "runs": args.runs, "acknowledged": len(counts.acked), "lost": len(counts.lost),
-               "duplicated": counts.duplicates, "reordered": counts.reorders(), "rollbacks": checks.rollbacks,
-               "violations": checks.violations, "queues_checked": len(checks.offsets),
-               "epochs_checked": checks.epoch_entries, "masters_per_epoch_checked": len(checks.masters), "faults": table, "rounds": rounds, "plot": str(out / "chaos.png")}
-    plot(out / "chaos.png", producer, rounds, origin)
+    summary = run.summary(args)
+    plot(out / "chaos.png", run.producer, run.rounds, run.origin)
     (out / "chaos.json").write_text(json.dumps(summary, indent=1, default=str))
     if args.json:
         print(json.dumps({k: v for k, v in summary.items() if k != "rounds"}, default=str))
     else:
-        print_table(table, checks)
+        print_table(summary["faults"], run.checks)
         print(f"all: {summary['acknowledged']} acknowledged, {summary['lost']} lost, {summary['duplicated']} "
               f"duplicated, {summary['reordered']} reordered; plot {out / 'chaos.png'}")
-    return 1 if summary["lost"] or checks.rollbacks or checks.violations else 0
-
-
-def _interrupted(signum, _frame) -> None:
-    raise KeyboardInterrupt(signal.Signals(signum).name)
+    if run.stopped:
+        print(f"chaos: STOPPED {run.stopped}: the checks cover the rounds done; 'lost' counts what was not "
+              f"consumed by the end of a shortened drain", file=sys.stderr)
+        return 130
+    return 1 if summary["lost"] or run.checks.rollbacks or run.checks.violations else 0
 
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGTERM, _interrupted)  # as Ctrl-C: the cluster and the sandbox are removed
-    signal.signal(signal.SIGHUP, _interrupted)
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # also when started in the background
+    for stop_signal in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):  # SIGINT also when started in the background
+        signal.signal(stop_signal, STOP)
     try:
         sys.exit(main())
-    except KeyboardInterrupt as stop:
+    except KeyboardInterrupt as stop:  # a second signal: the cluster and the sandbox were removed, no verdict
         print(f"chaos: interrupted ({str(stop) or 'SIGINT'}); the cluster and the sandbox were removed", file=sys.stderr)
         sys.exit(130)

@@ -46,14 +46,15 @@ def test_one_round_of_each_fault_loses_nothing_acknowledged(tmp_path):
                                 "--out", str(tmp_path), "--json", "--rate", "30"], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, cwd=ROOT)
     try:
-        stdout, stderr = harness.communicate(timeout=480)
+        stdout, stderr = harness.communicate(timeout=400)
     except subprocess.TimeoutExpired:
-        harness.send_signal(signal.SIGTERM)  # as Ctrl-C: the harness removes its cluster and sandbox
-        stdout, stderr = harness.communicate(timeout=60)
+        harness.send_signal(signal.SIGTERM)  # as Ctrl-C: it drains shortly, reports, removes cluster and sandbox
+        stdout, stderr = harness.communicate(timeout=180)
     if sandbox:
         assert leftovers(harness.pid) == []
     assert stdout.strip(), stderr[-3000:]
     summary = json.loads(stdout.strip().splitlines()[-1])
+    assert summary["stopped"] is None, summary
     faults = summary["faults"]
     assert set(faults) == (set(chaos_faults.KINDS) if sandbox else ALWAYS), faults
     for kind, row in faults.items():
@@ -63,3 +64,34 @@ def test_one_round_of_each_fault_loses_nothing_acknowledged(tmp_path):
     assert summary["rollbacks"] == 0 and summary["violations"] == [], summary
     assert summary["queues_checked"] > 0 and summary["epochs_checked"] > 0
     assert Path(summary["plot"]).exists()
+
+
+@pytest.mark.timeout(300)
+def test_a_run_stopped_midway_still_checks_and_reports_the_rounds_it_did(tmp_path):
+    """SIGTERM after the first round: the harness heals, drains shortly, checks and prints the
+    summary of the rounds done (exit 130, "stopped" saying after which round), and removes its
+    cluster and sandbox.  A long run cut short by the operator or a full disk keeps its verdict."""
+    harness = subprocess.Popen([sys.executable, str(ROOT / "bench" / "chaos.py"), "--runs", "20", "--seed", "1",
+                                "--kinds", "kill-slave", "--out", str(tmp_path), "--json", "--rate", "20"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    seen = []
+    try:
+        for line in harness.stderr:
+            seen.append(line)
+            if line.startswith("round 1/20 "):
+                harness.send_signal(signal.SIGTERM)
+                break
+        stdout, stderr = harness.communicate(timeout=200)
+    finally:
+        if harness.poll() is None:
+            harness.kill()
+    assert harness.returncode == 130, "".join(seen)[-3000:] + stderr[-3000:]
+    if chaos_env.available() is None:
+        assert leftovers(harness.pid) == []
+    summary = json.loads(stdout.strip().splitlines()[-1])
+    assert summary["stopped"].startswith("SIGTERM after round "), summary
+    assert 1 <= summary["rounds_done"] < 20 and summary["faults"]["kill-slave"]["runs"] == summary["rounds_done"]
+    assert summary["acknowledged"] > 0 and summary["lost"] == 0, summary
+    assert summary["rollbacks"] == 0 and summary["violations"] == [], summary
+    assert summary["queues_checked"] > 0 and Path(summary["plot"]).exists()
+    assert json.loads((tmp_path / "chaos.json").read_text())["stopped"] == summary["stopped"]

@@ -48,11 +48,15 @@ def prepare(cluster: ControllerModeCluster) -> None:
     cluster.admin("update-group", "--group", "fifo-group", "--fifo")
 
 
-def start_load(cluster: ControllerModeCluster, logs: Path, rate: int) -> tuple[Client, list[Client]]:
+def start_load(cluster: ControllerModeCluster, logs: Path, args: argparse.Namespace) -> tuple[Client, list[Client]]:
+    """NORMAL at ``--rate``; FIFO at ``--fifo-rate`` in all, spread over ``--fifo-groups`` message
+    groups (each sent one at a time, as a FIFO application does).  A FIFO queue delivers one
+    message per group per receive, the next only once the queue's batch is acked, so the FIFO
+    consumer's pace grows with the groups: with two groups it fell minutes behind the producer."""
     endpoint = cluster.endpoint(1)
     producer = Client("produce", "--endpoint", endpoint, "--topic", "normal", "--fifo-topic", "fifo", "--rate",
-                      str(rate), "--fifo-rate", str(rate), "--groups", "2", "--seconds", "100000",
-                      log_path=logs / "producer.log")
+                      str(args.rate), "--fifo-rate", str(args.fifo_rate / args.fifo_groups), "--groups",
+                      str(args.fifo_groups), "--seconds", "100000", log_path=logs / "producer.log")
     consumers = [Client("consume", "--endpoint", endpoint, "--topic", "normal", "--group", "normal-group",
                         "--seconds", "100000", log_path=logs / "consumer-normal.log"),
                  Client("consume", "--endpoint", endpoint, "--fifo-topic", "fifo", "--group", "fifo-group",
@@ -305,13 +309,15 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=1, help="rounds of each fault kind")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--kinds", default=",".join(chaos_faults.KINDS))
-    parser.add_argument("--rate", type=int, default=40, help="NORMAL and FIFO sends per second (each)")
+    parser.add_argument("--rate", type=int, default=40, help="NORMAL sends per second")
+    parser.add_argument("--fifo-rate", type=int, default=20, help="FIFO sends per second, all groups together")
+    parser.add_argument("--fifo-groups", type=int, default=8, help="FIFO message groups")
     parser.add_argument("--hold", type=float, default=1.0, help="scale of how long a fault is held")
     parser.add_argument("--out", default="", help="directory for logs, chaos.json and chaos.png")
     parser.add_argument("--disk-mb", type=int, default=400, help="filesystem size per container (sandbox)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    for name, least in (("runs", 1), ("rate", 1), ("hold", 0.1), ("disk_mb", 64)):
+    for name, least in (("runs", 1), ("rate", 1), ("fifo_rate", 1), ("fifo_groups", 1), ("hold", 0.1), ("disk_mb", 64)):
         if getattr(args, name) < least:
             parser.error(f"--{name.replace('_', '-')} must be at least {least}")
     return args
@@ -351,7 +357,7 @@ class Run:
         wait_healthy(cluster, 60)
         if STOP.event.is_set():  # stopped while the cluster started: nothing to check yet
             raise KeyboardInterrupt(STOP.why)
-        self.producer, self.consumers = start_load(cluster, self.out, args.rate)
+        self.producer, self.consumers = start_load(cluster, self.out, args)
         self.origin = time.monotonic()
         STOP.event.wait(2.0)
         run_rounds(cluster, self.producer, schedule, self.checks, args.hold, self.rounds)

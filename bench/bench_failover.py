@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.support.container_process import free_ports  # noqa: E402
 from tests.support.controller_cluster import ControllerModeCluster  # noqa: E402
-from tests.support.failover_load import Client, count, drain, longest_gap, wait_started  # noqa: E402
+from tests.support.failover_load import Client, drain, longest_gap, wait_started  # noqa: E402
 
 LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
 
@@ -112,10 +112,7 @@ def one_run(index: int, args, root: Path) -> dict:
     workdir = root / f"run-{index}"
     cluster = ControllerModeCluster(workdir, heartbeat_timeout_ms=args.heartbeat_timeout_ms).start()
     try:
-        cluster.admin("update-topic", "--topic", "normal", "--type", "NORMAL", "--queues", "2")
-        cluster.admin("update-topic", "--topic", "fifo", "--type", "FIFO", "--queues", "2", "-b", "broker-a")
-        cluster.admin("update-group", "--group", "normal-group")
-        cluster.admin("update-group", "--group", "fifo-group", "--fifo")
+        cluster.create_load_topics()
         producer, consumers = start_load(cluster.endpoint(1), workdir, args)
         settle(producer, args.before_s)
         fault_wall, fault_at = time.time(), time.monotonic()

@@ -41,13 +41,6 @@ from tests.support.controller_cluster import BROKERS, ControllerModeCluster  # n
 from tests.support.failover_load import Client, count, drain, longest_gap, wait_started  # noqa: E402
 
 
-def prepare(cluster: ControllerModeCluster) -> None:
-    cluster.admin("update-topic", "--topic", "normal", "--type", "NORMAL", "--queues", "2")
-    cluster.admin("update-topic", "--topic", "fifo", "--type", "FIFO", "--queues", "2", "-b", "broker-a")
-    cluster.admin("update-group", "--group", "normal-group")
-    cluster.admin("update-group", "--group", "fifo-group", "--fifo")
-
-
 def start_load(cluster: ControllerModeCluster, logs: Path, args: argparse.Namespace) -> tuple[Client, list[Client]]:
     """NORMAL at ``--rate``; FIFO at ``--fifo-rate`` in all, spread over ``--fifo-groups`` message
     groups (each sent one at a time, as a FIFO application does).  A FIFO queue delivers one
@@ -314,12 +307,16 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--fifo-groups", type=int, default=8, help="FIFO message groups")
     parser.add_argument("--hold", type=float, default=1.0, help="scale of how long a fault is held")
     parser.add_argument("--out", default="", help="directory for logs, chaos.json and chaos.png")
-    parser.add_argument("--disk-mb", type=int, default=400, help="filesystem size per container (sandbox)")
+    parser.add_argument("--disk-mb", type=int, default=0,
+                        help="filesystem size per container in the sandbox (default: 2 MiB a round, at least 400; "
+                             "a container writes about 1 MiB a round and a full filesystem stops every round after)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    for name, least in (("runs", 1), ("rate", 1), ("fifo_rate", 1), ("fifo_groups", 1), ("hold", 0.1), ("disk_mb", 64)):
+    for name, least in (("runs", 1), ("rate", 1), ("fifo_rate", 1), ("fifo_groups", 1), ("hold", 0.1)):
         if getattr(args, name) < least:
             parser.error(f"--{name.replace('_', '-')} must be at least {least}")
+    if args.disk_mb and args.disk_mb < 64:
+        parser.error("--disk-mb must be at least 64")
     return args
 
 
@@ -353,7 +350,7 @@ class Run:
     def exercise(self, cluster: ControllerModeCluster, schedule: list[str], args: argparse.Namespace) -> None:
         """Start the load, run the rounds, drain, read the epoch files.  Stopped (:data:`STOP`)
         during the rounds, the run still drains (shortly) and checks the rounds it did."""
-        prepare(cluster)
+        cluster.create_load_topics()
         wait_healthy(cluster, 60)
         if STOP.event.is_set():  # stopped while the cluster started: nothing to check yet
             raise KeyboardInterrupt(STOP.why)
@@ -371,7 +368,8 @@ class Run:
 
     def summary(self, args: argparse.Namespace) -> dict:
         counts, checks = self.counts, self.checks
-        return {"seed": args.seed, "runs": args.runs, "stopped": self.stopped or None,
+        return {"seed": args.seed, "runs": args.runs, "rate": args.rate, "fifo_rate": args.fifo_rate,
+                "fifo_groups": args.fifo_groups, "disk_mb": args.disk_mb, "stopped": self.stopped or None,
                 "rounds_done": len(self.rounds), "acknowledged": len(counts.acked), "lost": len(counts.lost),
                 "duplicated": counts.duplicates, "reordered": counts.reorders(), "rollbacks": checks.rollbacks,
                 "violations": checks.violations, "queues_checked": len(checks.offsets),
@@ -386,6 +384,11 @@ def main() -> int:
     schedule = schedule_of(args, missing)
     out = Path(args.out or tempfile.mkdtemp(prefix="relaymq-chaos-"))
     out.mkdir(parents=True, exist_ok=True)
+    args.disk_mb = args.disk_mb or max(400, 2 * len(schedule))
+    print(f"chaos: {len(schedule)} rounds ({args.runs} of each of {len(set(schedule))} kinds), seed {args.seed}, "
+          f"NORMAL {args.rate}/s, FIFO {args.fifo_rate}/s over {args.fifo_groups} groups, "
+          + (f"on 127.0.0.1 (no sandbox: {missing})" if missing else f"sandbox disks of {args.disk_mb} MiB")
+          + f"; out {out}", file=sys.stderr, flush=True)
     run, sandbox, cluster = Run(out), None, None
     try:
         sandbox = None if missing else chaos_env.Sandbox(out / "cluster", disk_mb=args.disk_mb).open()
@@ -393,6 +396,8 @@ def main() -> int:
         cluster.start()
         run.exercise(cluster, schedule, args)
     finally:
+        for stop_signal in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):  # a cleanup cut short leaves a sandbox
+            signal.signal(stop_signal, signal.SIG_IGN)
         for client in [run.producer, *run.consumers]:
             if client is not None:
                 client.stop()

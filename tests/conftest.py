@@ -30,3 +30,15 @@ def _stop_watching_collections():
 
     while heap._on_collection in gc.callbacks:
         gc.callbacks.remove(heap._on_collection)
+
+
+@pytest.fixture(autouse=True)
+def _stop_load_clients():
+    """Official-client processes a test started and did not stop (it failed midway) end with it:
+    left running, they loaded every later test of the session."""
+    yield
+    import sys
+
+    failover_load = sys.modules.get("tests.support.failover_load")
+    if failover_load is not None:
+        failover_load.Client.stop_all()

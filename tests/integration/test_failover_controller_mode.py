@@ -17,18 +17,9 @@ from pathlib import Path
 import pytest
 
 from tests.support.controller_cluster import ControllerModeCluster
-from tests.support.failover_load import Client, count, drain, wait_started
+from tests.support.failover_load import Client, drain, wait_started
 
 pytestmark = [pytest.mark.integration, pytest.mark.conformance]
-
-
-def prepare(cluster: ControllerModeCluster) -> None:
-    cluster.admin("update-topic", "--topic", "normal", "--type", "NORMAL", "--queues", "2")
-    # the FIFO topic lives on broker-a only: a SimpleConsumer's receives alternate between the
-    # brokers of a topic, and a long poll on a broker without messages lasts its full 5 s
-    cluster.admin("update-topic", "--topic", "fifo", "--type", "FIFO", "--queues", "2", "-b", "broker-a")
-    cluster.admin("update-group", "--group", "normal-group")
-    cluster.admin("update-group", "--group", "fifo-group", "--fifo")
 
 
 def start_load(cluster: ControllerModeCluster, logs: Path) -> tuple[Client, list[Client]]:
@@ -97,9 +88,11 @@ def assert_logs_equal(cluster: ControllerModeCluster, broker: str) -> None:
 @pytest.fixture
 def cluster(tmp_path):
     cluster = ControllerModeCluster(tmp_path).start()
-    prepare(cluster)
-    yield cluster
-    cluster.close()
+    try:
+        cluster.create_load_topics()
+        yield cluster
+    finally:  # also when the topics could not be made: no process outlives the test
+        cluster.close()
 
 
 def test_kill_9_of_a_master_fails_over_loses_nothing_and_the_old_master_rejoins_as_a_slave(cluster, tmp_path):
@@ -144,7 +137,7 @@ def test_sigstop_of_a_master_fails_over_and_the_woken_master_takes_no_write(clus
 def test_master_and_controller_leader_killed_together(tmp_path):
     cluster = ControllerModeCluster(tmp_path, controllers=3).start()
     try:
-        prepare(cluster)
+        cluster.create_load_topics()
         producer, consumers = start_load(cluster, tmp_path)
         wait_for(lambda: acked_after(producer, 0) > 100, 30, "the load runs")
         leader = _controller_leader(cluster)

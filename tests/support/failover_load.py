@@ -22,7 +22,10 @@ ACTING = Path(__file__).resolve().parent / "official_client" / "acting.py"
 
 
 class Client:
-    """One steady.py process; its events accumulate in ``events``."""
+    """One steady.py process; its events accumulate in ``events``.  ``Client.running`` holds
+    those not stopped yet, so a test that fails midway leaves none behind (tests/conftest.py)."""
+
+    running: set["Client"] = set()
 
     def __init__(self, *args: str, log_path: Path, script: Path = STEADY):
         """stderr goes to ``log_path``, the events also to ``log_path`` + ``.events`` (post-mortems);
@@ -34,6 +37,7 @@ class Client:
                                         stderr=open(log_path, "ab"), text=True)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+        Client.running.add(self)
 
     def _read(self) -> None:
         for line in self.process.stdout:
@@ -60,6 +64,12 @@ class Client:
             self.process.wait()
         self._reader.join(timeout=5)
         self._tee.close()
+        Client.running.discard(self)
+
+    @classmethod
+    def stop_all(cls) -> None:
+        for client in list(cls.running):
+            client.stop(timeout_s=5)
 
 
 def wait_started(*clients: Client, timeout_s: float = 30.0) -> None:

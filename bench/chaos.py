@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import signal
 import sys
 import tempfile
@@ -75,6 +76,9 @@ def wait_healthy(cluster: ControllerModeCluster, timeout_s: float) -> bool:
     return False
 
 
+ELECTION = re.compile(r"applied election at index \d+: (?P<broker>\S+) master (?P<master>\d+) epoch (?P<epoch>\d+)")
+
+
 class Checks:
     """What is checked between rounds: masters per epoch, consumer offsets per queue."""
 
@@ -84,6 +88,7 @@ class Checks:
         self.violations: list[str] = []
         self.rollbacks = 0
         self.epoch_entries = 0
+        self.elections_logged = 0
 
     def views(self, cluster: ControllerModeCluster) -> None:
         for broker in BROKERS:
@@ -113,6 +118,18 @@ class Checks:
                     self.rollbacks += 1
                     self.violations.append(f"consumer offset {key} rolled back {self.offsets[key]} -> {offset}{after}")
                 self.offsets[key] = max(offset, self.offsets.get(key, -1))
+
+    def controller_logs(self, logs: list[Path]) -> None:
+        """Every election each controller member applied (its log, replays after restarts
+        included): one master per (group, epoch) across all of them."""
+        masters: dict[tuple[str, int], set[int]] = defaultdict(set)
+        for path in (p for p in logs if p.exists()):
+            for found in ELECTION.finditer(path.read_text(errors="replace")):
+                masters[(found["broker"], int(found["epoch"]))].add(int(found["master"]))
+        self.elections_logged = len(masters)
+        for (broker, epoch), ids in sorted(masters.items()):
+            if len(ids) > 1:
+                self.violations.append(f"{broker} epoch {epoch}: the controllers' logs elect masters {sorted(ids)}")
 
     def epoch_files(self, cluster: ControllerModeCluster) -> None:
         for broker in BROKERS:
@@ -255,7 +272,8 @@ def print_table(table: dict[str, dict], checks: Checks) -> None:
         print(f"{kind:36} {row['runs']:5d} {row['acknowledged']:8d} {row['lost']:5d} {row['duplicated']:6d} "
               f"{row['reordered']:6d} {row['longest_gap_s']:6.2f} {row['not_recovered']:6d}")
     print(f"consumer offset rollbacks: {checks.rollbacks} ({len(checks.offsets)} queues followed); epochs: "
-          f"{len(checks.masters)} (group, epoch) masters from the controller, {checks.epoch_entries} epoch-file entries; "
+          f"{len(checks.masters)} (group, epoch) masters from the controller, {checks.elections_logged} elections in "
+          f"the controllers' logs, {checks.epoch_entries} epoch-file entries; "
           f"other violations: "
           f"{[v for v in checks.violations if 'rolled back' not in v] or 'none'}")
 
@@ -365,6 +383,7 @@ class Run:
         self.producer.stop()
         self.counts = drain_while_consuming(self.consumers, self.producer, *((30, 120) if self.stopped else ()))
         self.checks.epoch_files(cluster)
+        self.checks.controller_logs([*cluster.workdir.glob("controller-n*.log"), cluster.workdir / "namesrv.log"])
 
     def summary(self, args: argparse.Namespace) -> dict:
         counts, checks = self.counts, self.checks
@@ -374,6 +393,7 @@ class Run:
                 "duplicated": counts.duplicates, "reordered": counts.reorders(), "rollbacks": checks.rollbacks,
                 "violations": checks.violations, "queues_checked": len(checks.offsets),
                 "epochs_checked": checks.epoch_entries, "masters_per_epoch_checked": len(checks.masters),
+                "elections_logged": checks.elections_logged,
                 "faults": account(self.rounds, self.producer, counts), "rounds": self.rounds,
                 "plot": str(self.out / "chaos.png")}
 

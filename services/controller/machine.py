@@ -8,6 +8,7 @@ Rules:
   the tables (RocketMQ's RoleChangeHandler waits for the same).
 - After each applied event the affected set's view goes to its watchers (every member
   notifies its own subscribers, so a broker may watch any controller).
+- Every applied election is logged with its index, master and epoch, on every member.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import logging
 from typing import Callable
 
 from ha.controller.commands import group_view
-from ha.controller.events import decode_event
+from ha.controller.events import ElectMasterEvent, decode_event
 from ha.controller.liveness import BrokerLiveness
 from ha.controller.replicas import ReplicasInfo
 from ha.controller.requests import GroupView
@@ -70,7 +71,13 @@ class ControllerMachine:
         self.replicas.apply(event)
         self.applied_events += 1
         name = event.broker_name
-        self._publish(name, group_view(self.replicas, name) if self.replicas.exists(name) else None)
+        view = group_view(self.replicas, name) if self.replicas.exists(name) else None
+        if view is not None and isinstance(event, ElectMasterEvent) and event.new_master_elected:
+            # every member logs every election it applies (replayed ones again after a restart):
+            # the record an auditor checks for one master per group and epoch (bench/chaos.py)
+            log.info("applied election at index %s: %s master %s epoch %s", entry.index, name,
+                     view.master_broker_id, view.master_epoch)
+        self._publish(name, view)
 
     def snapshot_encoder(self) -> Callable[[], bytes]:
         """The tables as they are now, to encode in a worker thread (values are frozen)."""

@@ -62,7 +62,7 @@ def test_one_round_of_each_fault_loses_nothing_acknowledged(tmp_path):
         assert row["acknowledged"] > 0, (kind, row)
         assert row["lost"] == 0 and row["reordered"] == 0, (kind, row)
     assert summary["rollbacks"] == 0 and summary["violations"] == [], summary
-    assert summary["queues_checked"] > 0 and summary["epochs_checked"] > 0
+    assert summary["queues_checked"] > 0 and summary["epochs_checked"] > 0 and summary["elections_logged"] > 0
     assert Path(summary["plot"]).exists()
 
 

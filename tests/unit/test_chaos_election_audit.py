@@ -1,0 +1,59 @@
+"""The chaos harness's audit of the controllers' logs (bench/chaos.py ``Checks.controller_logs``)
+against the lines the controller state machine really writes: one master per (group, epoch)
+over every member's applied elections, restarts' replays included."""
+from __future__ import annotations
+
+import logging
+
+from bench.chaos import Checks
+from ha.controller.events import ApplyBrokerIdEvent, ElectMasterEvent, encode_event
+from ha.controller.liveness import BrokerLiveness
+from ha.raft.types import Entry
+from services.controller.machine import ControllerMachine
+
+B = "broker-a"
+
+
+def applied(caplog, events) -> str:
+    """The log a controller member writes while applying ``events`` (indexes from 1)."""
+    machine = ControllerMachine(BrokerLiveness(1000, 16), lambda: 0, lambda name, view: None)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="services.controller.machine"):
+        for index, event in enumerate(events, 1):
+            machine.apply_entry(Entry(1, index, encode_event(event)))
+    return "\n".join(record.getMessage() for record in caplog.records) + "\n"
+
+
+def registered(*ids: int) -> list:
+    return [ApplyBrokerIdEvent("c", B, f"10.0.0.{i}:10911", i, f"code-{i}") for i in ids]
+
+
+def audit(tmp_path, *logs: str) -> Checks:
+    paths = []
+    for number, text in enumerate(logs):
+        paths.append(tmp_path / f"controller-n{number}.log")
+        paths[-1].write_text(text)
+    checks = Checks()
+    checks.controller_logs(paths)
+    return checks
+
+
+def test_members_and_replays_that_agree_are_clean(tmp_path, caplog):
+    history = [*registered(1, 2), ElectMasterEvent(True, B, 1), ElectMasterEvent(False, B),
+               ElectMasterEvent(True, B, 2)]
+    one = applied(caplog, history)
+    assert "broker-a master 1 epoch 1" in one and "broker-a master 2 epoch 3" in one
+    checks = audit(tmp_path, one, one + one)  # a second member, restarted once: the log replayed
+    assert checks.violations == [] and checks.elections_logged == 2
+
+
+def test_two_masters_in_one_epoch_across_members_is_a_violation(tmp_path, caplog):
+    first = applied(caplog, [*registered(1, 2), ElectMasterEvent(True, B, 1)])
+    second = applied(caplog, [*registered(1, 2), ElectMasterEvent(True, B, 2)])
+    checks = audit(tmp_path, first, second)
+    assert checks.violations == ["broker-a epoch 1: the controllers' logs elect masters [1, 2]"]
+
+
+def test_an_election_without_a_master_is_not_logged_as_one(tmp_path, caplog):
+    text = applied(caplog, [*registered(1), ElectMasterEvent(False, B)])
+    assert audit(tmp_path, text).elections_logged == 0

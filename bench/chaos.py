@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import chaos_env, chaos_faults  # noqa: E402
 from tests.support.controller_cluster import BROKERS, ControllerModeCluster  # noqa: E402
-from tests.support.failover_load import Client, count, drain, longest_gap, wait_started  # noqa: E402
+from tests.support.failover_load import Client, drain, longest_gap, wait_started  # noqa: E402
 
 
 def start_load(cluster: ControllerModeCluster, logs: Path, args: argparse.Namespace) -> tuple[Client, list[Client]]:
@@ -215,14 +215,18 @@ def run_rounds(cluster, producer: Client, schedule: list[str], checks: Checks, h
 
 def drain_while_consuming(consumers: list[Client], producer: Client, idle_s: float = 90, limit_s: float = 1800):
     """Drain until everything acknowledged is consumed, or the consumers consumed nothing new
-    for ``idle_s`` (what is still missing then is lost), or ``limit_s`` in all.  A FIFO consumer
-    behind by minutes after a long run is slow, not losing: it gets the time it keeps using."""
-    deadline, missing = time.monotonic() + limit_s, len(count([producer], consumers).lost)
+    for ``idle_s`` (what is still missing then is lost), or ``limit_s`` in all, or a :data:`STOP`.
+    A FIFO consumer behind by minutes after a long run is slow, not losing: it gets the time it
+    keeps using."""
+    now = time.monotonic()
+    deadline, missing, progress_at = now + limit_s, None, now
     while True:
-        counts = drain(consumers, [producer], timeout_s=idle_s)
-        if not counts.lost or time.monotonic() > deadline or len(counts.lost) >= missing:
+        counts = drain(consumers, [producer], timeout_s=2)
+        now = time.monotonic()
+        if missing is None or len(counts.lost) < missing:
+            missing, progress_at = len(counts.lost), now
+        if not counts.lost or now > deadline or now - progress_at > idle_s or STOP.event.is_set():
             return counts
-        missing = len(counts.lost)
 
 
 def late_fifo(consumed: list[str]) -> set[str]:
@@ -382,6 +386,8 @@ class Run:
                   f"signal ends it at once)", file=sys.stderr, flush=True)
         self.producer.stop()
         self.counts = drain_while_consuming(self.consumers, self.producer, *((30, 120) if self.stopped else ()))
+        if STOP.event.is_set() and not self.stopped:
+            self.stopped = f"{STOP.why} during the drain, after all {len(schedule)} rounds"
         self.checks.epoch_files(cluster)
         self.checks.controller_logs([*cluster.workdir.glob("controller-n*.log"), cluster.workdir / "namesrv.log"])
 

@@ -12,6 +12,11 @@ Rules:
   ``flush_interval_consume_queue_ms``: the checkpoint never claims more than was synced.
 * The thread's intervals are real time (``threading.Event.wait``); it is a driver.  A
   failed fdatasync is reported to the loop (waiters fail) and logged, never swallowed.
+* A truncation (``reset``, on the loop) starts a new *generation*.  A pass that began before
+  it claims nothing: it read its target before the cut, and bytes written at the same offsets
+  after the cut are not what it synced.  Its flushed offset is not kept, its report carries the
+  old generation (the loop drops it), and its checkpoint is not written.  The next pass syncs
+  from the cut.
 """
 from __future__ import annotations
 
@@ -28,8 +33,8 @@ log = logging.getLogger(__name__)
 class FlushHooks:
     written_offset: Callable[[], int]  # read from the thread: end of bytes written so far
     sync_commit_log: Callable[[int, int], None]  # fdatasync [low, high)
-    sync_queues_and_checkpoint: Callable[[int], None]  # given the flushed commit offset
-    report: Callable[[int, BaseException | None], None]  # called on the loop thread
+    sync_queues_and_checkpoint: Callable[[int, int], None]  # given the flushed commit offset and its generation
+    report: Callable[[int, BaseException | None, int], None]  # on the loop thread: (offset, error, generation)
 
 
 class FlushService:
@@ -40,6 +45,8 @@ class FlushService:
         self._interval_s = interval_ms / 1000
         self._queue_interval_s = queue_interval_ms / 1000
         self.flushed_offset = flushed_offset
+        self.generation = 0   # moved by reset(), on the loop; read with _lock held in the thread
+        self._lock = threading.Lock()
         self._call = call_soon_threadsafe
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -53,8 +60,23 @@ class FlushService:
             self._wake.set()
 
     def reset(self, flushed_offset: int) -> None:
-        """After a truncation: nothing above ``flushed_offset`` is flushed any more."""
-        self.flushed_offset = min(self.flushed_offset, flushed_offset)
+        """After a truncation: nothing above ``flushed_offset`` is flushed any more, and no pass
+        begun before it counts (a new generation)."""
+        with self._lock:
+            self.generation += 1
+            self.flushed_offset = min(self.flushed_offset, flushed_offset)
+        self.wake()
+
+    def restart_at(self, offset: int) -> None:
+        """An empty log moved to start at ``offset`` (a slave starting from its master's)."""
+        with self._lock:
+            self.generation += 1
+            self.flushed_offset = offset
+
+    def current(self, generation: int) -> bool:
+        """No truncation since ``generation`` was read (call with the checkpoint's lock held)."""
+        with self._lock:
+            return generation == self.generation
 
     def stop(self) -> None:
         self._stop.set()
@@ -76,23 +98,28 @@ class FlushService:
                 self._sync_queues()
 
     def _pass(self) -> None:
-        target = self._hooks.written_offset()
-        low = min(self.flushed_offset, target)
+        with self._lock:
+            generation, target = self.generation, self._hooks.written_offset()
+            low = min(self.flushed_offset, target)
         error: BaseException | None = None
         try:
             if target > low:
                 self._hooks.sync_commit_log(low, target)
-            self.flushed_offset = target
+            with self._lock:
+                if generation == self.generation:
+                    self.flushed_offset = target
         except OSError as failure:  # a failing disk: tell the waiters, keep trying
             log.error("commit log fdatasync failed: %s", failure)
             error = failure
         try:
-            self._call(self._hooks.report, target, error)
+            self._call(self._hooks.report, target, error, generation)
         except RuntimeError:  # the loop is closed: we are shutting down
             pass
 
     def _sync_queues(self) -> None:
+        with self._lock:
+            generation, flushed = self.generation, self.flushed_offset
         try:
-            self._hooks.sync_queues_and_checkpoint(self.flushed_offset)
+            self._hooks.sync_queues_and_checkpoint(flushed, generation)
         except OSError as failure:
             log.error("consume queue or checkpoint flush failed: %s", failure)

@@ -31,14 +31,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from dataclasses import replace
 from typing import Callable, Sequence
 
 from ha.replication.messages import QueueSlice
 from metadata.message import MessageDraft, Prop, StoredMessage, tag_hash
 from store import record, retention
 from store.checkpoint import Checkpoint
-from store.checkpoint_file import read_checkpoint, write_checkpoint
+from store.checkpoint_file import CheckpointFile
 from store.commit_log import CommitLog
 from store.config import CQ_ENTRY_SIZE, FlushDiskType, StoreConfig
 from store.cq_entry import encode_entry
@@ -80,7 +79,7 @@ class MessageStore(Reader):
         self.config = config
         self._now_ms = now_ms
         root = config.store_path_root_dir
-        self._checkpoint_path = root / "checkpoint"
+        self._checkpoint = CheckpointFile(root / "checkpoint")  # the loop's and the flush thread's
         self._log: CommitLog | None = None
         self._queues: QueueTable | None = None
         self._flush: FlushService | None = None
@@ -96,7 +95,6 @@ class MessageStore(Reader):
         # replication: consumers read no record ending beyond this offset (the confirm offset); None: all
         self._read_limit: int | None = None
         self._indexed_offset = 0  # every record below it has its consume-queue entry written
-        self._last_checkpoint = Checkpoint()
         self._disk_full = False
         self._write_failure: str | None = None   # why writes stopped (a failed write); None: they work
         self._held = HeldEntries()               # records in the log whose consume-queue entries failed to write
@@ -116,18 +114,18 @@ class MessageStore(Reader):
             self._queues.load()
         except (OSError, ValueError) as failure:
             raise StoreIOError(f"cannot open the store at {root}: {failure}") from None
-        point = read_checkpoint(self._checkpoint_path)
+        point = self._checkpoint.read()
         report = recover(self._log, self._queues, point)
         self.epochs = EpochLog(root)
         self.epochs.reconcile(self._log.min_offset, self._log.write_offset)
         self._indexed_offset = self._log.write_offset
         self._next_queue_offset = {(q.topic, q.queue_id): q.max_offset for q in self._queues.all()}
-        self._last_checkpoint = Checkpoint(
+        self._checkpoint.adopt(Checkpoint(
             master_flushed_offset=point.master_flushed_offset if point else 0,
             confirm_phy_offset=point.confirm_phy_offset if point else 0,
             commit_log_flushed_offset=self._log.write_offset,
             consume_queue_flushed_offset=min(point.consume_queue_flushed_offset, self._log.write_offset)
-            if point else self._log.min_offset)
+            if point else self._log.min_offset))
         self._log.files.sync_all()
         self._queues.sync_all()
         self._write_checkpoint(self._log.write_offset, self._log.write_offset, clean=False)
@@ -171,19 +169,15 @@ class MessageStore(Reader):
         self._log.files.close()
 
     def _write_checkpoint(self, log_flushed: int, queues_flushed: int, clean: bool) -> None:
-        self._last_checkpoint = Checkpoint(
-            physic_msg_timestamp_ms=self._now_ms(), logics_msg_timestamp_ms=self._now_ms(),
-            master_flushed_offset=self._last_checkpoint.master_flushed_offset,
-            confirm_phy_offset=self._last_checkpoint.confirm_phy_offset,
-            commit_log_flushed_offset=log_flushed, consume_queue_flushed_offset=min(queues_flushed, log_flushed),
-            clean_shutdown=clean)
-        write_checkpoint(self._checkpoint_path, self._last_checkpoint)
+        self._checkpoint.write(self._now_ms(), log_flushed, queues_flushed, clean)
 
-    def _sync_queues_and_checkpoint(self, log_flushed: int) -> None:
-        """Flush thread: entries below ``indexed`` were written before it was read, so sync covers them."""
+    def _sync_queues_and_checkpoint(self, log_flushed: int, generation: int) -> None:
+        """Flush thread: entries below ``indexed`` were written before it was read, so sync covers
+        them.  ``log_flushed`` was read in ``generation``: after a truncation since, it may name
+        bytes cut and written again unsynced, and the truncation wrote its own checkpoint."""
         indexed = self._indexed_offset
         self._queues.sync_all()
-        self._write_checkpoint(log_flushed, indexed, clean=False)
+        self._checkpoint.write(self._now_ms(), log_flushed, indexed, False, lambda: self._flush.current(generation))
 
     # --- writing -----------------------------------------------------------------------------------
     def _check_open(self) -> None:
@@ -277,9 +271,10 @@ class MessageStore(Reader):
                 except Exception:  # a listener's bug must not fail a put
                     log.exception("append listener failed")
 
-    def _on_flushed(self, flushed: int, error: BaseException | None) -> None:
-        """Event loop: index what became durable and resolve the waiters it covers."""
-        if self._log is None:
+    def _on_flushed(self, flushed: int, error: BaseException | None, generation: int | None = None) -> None:
+        """Event loop: index what became durable and resolve the waiters it covers.  A pass begun
+        before a truncation (an older ``generation``) proves nothing about what is there now."""
+        if self._log is None or (generation is not None and generation != self._flush.generation):
             return
         flushed = min(flushed, self._log.write_offset)
         ready = []
@@ -378,11 +373,11 @@ class MessageStore(Reader):
 
     @property
     def confirm_offset(self) -> int:
-        return self._last_checkpoint.confirm_phy_offset
+        return self._checkpoint.last.confirm_phy_offset
 
     def set_confirm_offset(self, offset: int) -> None:
         """Replication (issue 5): kept in the checkpoint at byte 32, persisted with the next checkpoint."""
-        self._last_checkpoint = replace(self._last_checkpoint, confirm_phy_offset=offset)
+        self._checkpoint.set_confirm(offset)
 
     def refuse_puts(self, reason: str | None) -> None:
         """Replication: while ``reason`` is set, local puts fail with NotWritable (a replica that
@@ -520,7 +515,7 @@ class MessageStore(Reader):
             log_.files.delete_segment(start)
         log_.files.write(commit_offset, b"")
         log_.write_offset = commit_offset
-        self._flush.flushed_offset = commit_offset
+        self._flush.restart_at(commit_offset)
         self._indexed_offset = commit_offset
         self.epochs.reconcile(commit_offset, commit_offset)
         self._write_checkpoint(commit_offset, commit_offset, clean=False)

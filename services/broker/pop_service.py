@@ -532,6 +532,9 @@ class PopService:
         except StoreError as error:
             log.warning("revive: %d expired messages wait: %s", len(expired), error)
             return 0
+        except RequestRejected as stopped:  # stepped down mid-run: the group's next master revives them
+            log.info("revive of %d expired messages stopped: %s", len(expired), stopped)
+            return 0
         return len(expired)
 
     async def _revive(self, expired: list[tuple[QueueKey, InFlight]]) -> None:

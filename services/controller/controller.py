@@ -94,6 +94,9 @@ class Controller:
         if not self.machine.serving:
             raise self.not_leader()
         future = asyncio.get_running_loop().create_future()
+        # a caller that timed out or went leaves the outcome to nobody (a step-down fails it later):
+        # retrieved here, not logged as "Future exception was never retrieved"
+        future.add_done_callback(lambda done: done.cancelled() or done.exception())
         try:
             self._queue.put_nowait(_Pending(request, future))
         except asyncio.QueueFull:

@@ -337,9 +337,10 @@ class ReplicationMaster:
                 writing = asyncio.ensure_future(link.send(*frame))
             if writing is not None and not stream.closed:
                 await writing
-        finally:
-            if writing is not None and not writing.done():
-                writing.cancel()
+        finally:  # a send that failed as the stream closed is seen here, not "never retrieved"
+            if writing is not None:
+                if not writing.done():
+                    writing.cancel()
                 await asyncio.gather(writing, return_exceptions=True)
 
     async def _next_frame(self, stream: SlaveStream) -> tuple[bytes, bytes] | None:

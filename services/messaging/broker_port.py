@@ -35,6 +35,15 @@ import grpc
 
 log = logging.getLogger(__name__)
 LOCAL = "local"
+# a relay ends this much before its caller's deadline, so that its DEADLINE_EXCEEDED reaches the
+# caller as a status; at the same instant, the status went to a call gRPC had already ended
+# (ExecuteBatchError logged with a traceback by grpc's core)
+RELAY_DEADLINE_MARGIN_S = 0.05
+
+
+def relay_timeout(context) -> float | None:
+    remaining = context.time_remaining()
+    return None if remaining is None else max(0.001, remaining - RELAY_DEADLINE_MARGIN_S)
 _HOP_HEADERS = {"content-type", "te", "user-agent", "grpc-accept-encoding", "grpc-encoding", "grpc-timeout"}
 
 
@@ -125,7 +134,7 @@ class BrokerPortHandler(grpc.GenericRpcHandler):
         on a master that stopped answering, is cancelled and the call is served here: a send
         may then be stored twice, never lost)."""
         call = self.relays.channel(where).unary_unary(method)(raw, metadata=relayed_metadata(context),
-                                                              timeout=context.time_remaining())
+                                                              timeout=relay_timeout(context))
         relay = asyncio.ensure_future(call)
         try:
             while not relay.done():
@@ -154,7 +163,7 @@ class BrokerPortHandler(grpc.GenericRpcHandler):
                     yield handler.response_serializer(response)
                 return
             call = self.relays.channel(where).unary_stream(method)(
-                raw, metadata=relayed_metadata(context), timeout=context.time_remaining())
+                raw, metadata=relayed_metadata(context), timeout=relay_timeout(context))
             try:
                 async for chunk in call:
                     yield chunk
@@ -172,7 +181,7 @@ class BrokerPortHandler(grpc.GenericRpcHandler):
                     yield handler.response_serializer(response)
                 return
             call = self.relays.channel(where).stream_stream(method)(
-                request_iterator, metadata=relayed_metadata(context), timeout=context.time_remaining())
+                request_iterator, metadata=relayed_metadata(context), timeout=relay_timeout(context))
             try:
                 async for chunk in call:
                     yield chunk

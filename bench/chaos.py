@@ -76,6 +76,7 @@ def wait_healthy(cluster: ControllerModeCluster, timeout_s: float) -> bool:
     return False
 
 
+RECORD = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ ")   # a log record's first line
 ELECTION = re.compile(r"applied election at index \d+: (?P<broker>\S+) master (?P<master>\d+) epoch (?P<epoch>\d+)")
 
 
@@ -89,6 +90,7 @@ class Checks:
         self.rollbacks = 0
         self.epoch_entries = 0
         self.elections_logged = 0
+        self.tracebacks: dict[str, int] = {}
 
     def views(self, cluster: ControllerModeCluster) -> None:
         for broker in BROKERS:
@@ -130,6 +132,18 @@ class Checks:
         for (broker, epoch), ids in sorted(masters.items()):
             if len(ids) > 1:
                 self.violations.append(f"{broker} epoch {epoch}: the controllers' logs elect masters {sorted(ids)}")
+
+    def log_tracebacks(self, logs: list[Path]) -> None:
+        """Tracebacks the processes logged, by the line that introduced them (an operator reads a
+        traceback as a bug: a fault the cluster handles on purpose should log a sentence)."""
+        for path in (p for p in logs if p.exists()):
+            head, counted = "", True
+            for line in path.read_text(errors="replace").splitlines():
+                if RECORD.match(line):
+                    head, counted = RECORD.sub("", line)[:160], False
+                elif line.startswith("Traceback (most recent call last)") and not counted:
+                    self.tracebacks[head] = self.tracebacks.get(head, 0) + 1
+                    counted = True   # a chained exception is one record
 
     def epoch_files(self, cluster: ControllerModeCluster) -> None:
         for broker in BROKERS:
@@ -280,6 +294,8 @@ def print_table(table: dict[str, dict], checks: Checks) -> None:
           f"the controllers' logs, {checks.epoch_entries} epoch-file entries; "
           f"other violations: "
           f"{[v for v in checks.violations if 'rolled back' not in v] or 'none'}")
+    print(f"tracebacks in the cluster's logs: {sum(checks.tracebacks.values())}"
+          + "".join(f"\n  {n} x {head}" for head, n in sorted(checks.tracebacks.items(), key=lambda kv: -kv[1])))
 
 
 def plot(path: Path, producer: Client, rounds: list[dict], origin: float) -> None:
@@ -390,6 +406,7 @@ class Run:
             self.stopped = f"{STOP.why} during the drain, after all {len(schedule)} rounds"
         self.checks.epoch_files(cluster)
         self.checks.controller_logs([*cluster.workdir.glob("controller-n*.log"), cluster.workdir / "namesrv.log"])
+        self.checks.log_tracebacks([*cluster.workdir.glob("*.log"), *cluster.workdir.glob("container-*/*.log")])
 
     def summary(self, args: argparse.Namespace) -> dict:
         counts, checks = self.counts, self.checks
@@ -399,7 +416,7 @@ class Run:
                 "duplicated": counts.duplicates, "reordered": counts.reorders(), "rollbacks": checks.rollbacks,
                 "violations": checks.violations, "queues_checked": len(checks.offsets),
                 "epochs_checked": checks.epoch_entries, "masters_per_epoch_checked": len(checks.masters),
-                "elections_logged": checks.elections_logged,
+                "elections_logged": checks.elections_logged, "log_tracebacks": checks.tracebacks,
                 "faults": account(self.rounds, self.producer, counts), "rounds": self.rounds,
                 "plot": str(self.out / "chaos.png")}
 

@@ -247,7 +247,11 @@ class Broker:
         self.pop.persist(collect)
         self.timer.persist(collect)
         self.transactions.persist(collect)
-        await asyncio.to_thread(lambda: [write() for write in writes])
+        try:
+            await asyncio.to_thread(lambda: [write() for write in writes])
+        except OSError as failure:  # a full or failing disk: the files on disk stay whole and older
+            log.warning("broker %s: state snapshot not written (%s); the next one is tried in %d ms",
+                        self.name, failure, self.config.flush_consumer_offset_interval_ms)
 
     async def stop(self) -> None:
         async with self._role_lock:

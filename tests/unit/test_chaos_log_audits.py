@@ -1,6 +1,7 @@
-"""The chaos harness's audit of the controllers' logs (bench/chaos.py ``Checks.controller_logs``)
-against the lines the controller state machine really writes: one master per (group, epoch)
-over every member's applied elections, restarts' replays included."""
+"""The chaos harness's log audits (bench/chaos.py): the controllers' elections
+(``Checks.controller_logs``) against the lines the controller state machine really writes, one
+master per (group, epoch) over every member's applied elections, restarts' replays included;
+and the tracebacks the cluster's processes logged (``Checks.log_tracebacks``)."""
 from __future__ import annotations
 
 import logging
@@ -57,3 +58,18 @@ def test_two_masters_in_one_epoch_across_members_is_a_violation(tmp_path, caplog
 def test_an_election_without_a_master_is_not_logged_as_one(tmp_path, caplog):
     text = applied(caplog, [*registered(1), ElectMasterEvent(False, B)])
     assert audit(tmp_path, text).elections_logged == 0
+
+
+def test_tracebacks_are_counted_once_per_log_record_by_its_first_line(tmp_path):
+    log = tmp_path / "container.log"
+    log.write_text(
+        "2026-11-27 07:32:54,257 ERROR scheduler.periodic: broker broker-a: periodic task revive failed\n"
+        "Traceback (most recent call last):\n  File \"x.py\", line 1, in f\nKeyError: 1\n\n"
+        "The above exception was the direct cause of the following exception:\n\n"
+        "Traceback (most recent call last):\n  File \"y.py\", line 2, in g\nRuntimeError: 2\n"
+        "2026-11-27 07:32:55,000 INFO services.ha.replica: broker-a: now slave (epoch 26)\n"
+        "2026-11-27 07:33:00,100 ERROR scheduler.periodic: broker broker-a: periodic task revive failed\n"
+        "Traceback (most recent call last):\nKeyError: 3\n")
+    checks = Checks()
+    checks.log_tracebacks([log, tmp_path / "absent.log"])
+    assert checks.tracebacks == {"ERROR scheduler.periodic: broker broker-a: periodic task revive failed": 2}

@@ -13,8 +13,6 @@ Rules:
 """
 from __future__ import annotations
 
-import asyncio
-
 from ha.controller.codes import ResponseCode
 from ha.controller.commands import group_view
 from ha.controller.liveness import Heartbeat

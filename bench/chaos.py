@@ -34,6 +34,7 @@ import threading
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -227,11 +228,12 @@ def run_rounds(cluster, producer: Client, schedule: list[str], checks: Checks, h
               f"({time.monotonic() - healed:.1f} s after heal)", file=sys.stderr, flush=True)
 
 
-def drain_while_consuming(consumers: list[Client], producer: Client, idle_s: float = 90, limit_s: float = 1800):
+def drain_while_consuming(consumers: list[Client], producer: Client, idle_s: float = 90, limit_s: float = 1800,
+                          interrupted: Callable[[], bool] = lambda: False):
     """Drain until everything acknowledged is consumed, or the consumers consumed nothing new
-    for ``idle_s`` (what is still missing then is lost), or ``limit_s`` in all, or a :data:`STOP`.
-    A FIFO consumer behind by minutes after a long run is slow, not losing: it gets the time it
-    keeps using."""
+    for ``idle_s`` (what is still missing then is lost), or ``limit_s`` in all, or
+    ``interrupted()``.  A FIFO consumer behind by minutes after a long run is slow, not losing:
+    it gets the time it keeps using."""
     now = time.monotonic()
     deadline, missing, progress_at = now + limit_s, None, now
     while True:
@@ -239,7 +241,7 @@ def drain_while_consuming(consumers: list[Client], producer: Client, idle_s: flo
         now = time.monotonic()
         if missing is None or len(counts.lost) < missing:
             missing, progress_at = len(counts.lost), now
-        if not counts.lost or now > deadline or now - progress_at > idle_s or STOP.event.is_set():
+        if not counts.lost or now > deadline or now - progress_at > idle_s or interrupted():
             return counts
 
 
@@ -401,7 +403,10 @@ class Run:
             print(f"chaos: stopped ({self.stopped}); draining for at most 120 s, then checking (a second "
                   f"signal ends it at once)", file=sys.stderr, flush=True)
         self.producer.stop()
-        self.counts = drain_while_consuming(self.consumers, self.producer, *((30, 120) if self.stopped else ()))
+        if self.stopped:  # the short drain of a stopped run (a second signal ends the run at once)
+            self.counts = drain_while_consuming(self.consumers, self.producer, 30, 120)
+        else:             # the full drain, which a signal ends there
+            self.counts = drain_while_consuming(self.consumers, self.producer, interrupted=STOP.event.is_set)
         if STOP.event.is_set() and not self.stopped:
             self.stopped = f"{STOP.why} during the drain, after all {len(schedule)} rounds"
         self.checks.epoch_files(cluster)

@@ -58,8 +58,12 @@ class StandaloneCluster:
             self._launch(f"worker-{index}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
                          "--cores", str(self.worker_cores), "--memory", self.worker_memory, "--webui-port", str(ui),
                          "--work-dir", str(work), self.url)
-        self.wait_for(lambda: self.log("master").count("Registering worker") >= self.workers, timeout_s,
-                      f"{self.workers} workers registered with the master")
+        try:
+            self.wait_for(lambda: self.log("master").count("Registering worker") >= self.workers, timeout_s,
+                          f"{self.workers} workers registered with the master")
+        except BaseException:  # a cluster that did not come up is not left running (its JVMs outlived the test)
+            self.close()
+            raise
         return self
 
     def log(self, name: str) -> str:

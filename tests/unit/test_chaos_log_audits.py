@@ -5,6 +5,11 @@ and the tracebacks the cluster's processes logged (``Checks.log_tracebacks``).""
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 
 from bench.chaos import Checks
 from ha.controller.events import ApplyBrokerIdEvent, ElectMasterEvent, encode_event
@@ -13,6 +18,7 @@ from ha.raft.types import Entry
 from services.controller.machine import ControllerMachine
 
 B = "broker-a"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def applied(caplog, events) -> str:
@@ -73,3 +79,13 @@ def test_tracebacks_are_counted_once_per_log_record_by_its_first_line(tmp_path):
     checks = Checks()
     checks.log_tracebacks([log, tmp_path / "absent.log"])
     assert checks.tracebacks == {"ERROR scheduler.periodic: broker broker-a: periodic task revive failed": 2}
+
+
+@pytest.mark.parametrize("flags, says", [(["--fifo-groups", "0"], "--fifo-groups must be at least 1"),
+                                         (["--fifo-rate", "0"], "--fifo-rate must be at least 1"),
+                                         (["--disk-mb", "10"], "--disk-mb must be at least 64"),
+                                         (["--kinds", "nope"], "unknown fault kinds ['nope']")])
+def test_bad_harness_flags_are_refused_before_anything_starts(flags, says):
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "chaos.py"), *flags], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode != 0 and says in done.stderr and "Traceback" not in done.stderr

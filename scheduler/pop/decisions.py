@@ -6,10 +6,15 @@ Rules:
   of a message is its RECONSUME_TIME + 1; a message whose attempt exceeds ``max_attempts``
   is dead-lettered instead of delivered.  Expired entries are handled by the revive scan
   (retry topic), never redelivered in place.
-- FIFO (orderly groups): a queue with unacked messages is locked: only its expired in-flight
-  entries are redelivered, in place, with attempt + 1 (dead-lettered past ``max_attempts``).
-  A free queue delivers the longest run from the cursor in which no message group repeats,
-  so at most one message of a message group is ever in flight.
+- FIFO (orderly groups), as RocketMQ's orderly pop (``PopMessageProcessor`` with
+  ``ConsumerOrderInfoManager``): a free queue delivers consecutive messages from the cursor,
+  up to the batch, and is then locked: nothing new leaves it until every message of the
+  batch is acked.  While any unacked message of the queue is still invisible (a consumer
+  holds it, or extended it with ChangeInvisibleDuration) nothing is redelivered either; once
+  all of them are visible again they are redelivered in place, in offset order, up to the
+  batch, with attempt + 1 (each dead-lettered past ``max_attempts`` on its own).  So the
+  messages of a queue -- and with them each message group, which a queue holds whole -- are
+  handed out in order, and never two deliveries of one queue are in flight at once.
 - Every delivery gets a fresh seq (so a fresh receipt handle); a change gets a fresh seq and
   keeps the attempt.  Decisions return records; :class:`PopTable.apply` changes state.
 """
@@ -71,7 +76,6 @@ def plan_new(key: QueueKey, state: QueueState, messages: Sequence[StoredMessage]
         return PopPlan(None, ())
     room = min(ctx.batch, ctx.inflight_max - state.unacked)
     deliveries: list[Delivery] = []
-    groups: set[str] = set()
     to_offset = state.pop_offset
     for message in messages:
         if message.queue_offset < state.pop_offset:
@@ -81,10 +85,6 @@ def plan_new(key: QueueKey, state: QueueState, messages: Sequence[StoredMessage]
         if not ctx.filter.matches(message.tag, message.user_properties):
             to_offset = message.queue_offset + 1
             continue
-        group = message.properties.get(Prop.MESSAGE_GROUP, "")
-        if ctx.fifo and group in groups:
-            break
-        groups.add(group)
         attempt = attempt_of(message)
         deliveries.append(Delivery(message, _entry(message, ctx, next_seq(), attempt), attempt > ctx.max_attempts))
         to_offset = message.queue_offset + 1
@@ -96,13 +96,19 @@ def plan_new(key: QueueKey, state: QueueState, messages: Sequence[StoredMessage]
 
 def plan_fifo_redelivery(key: QueueKey, state: QueueState, messages: Mapping[int, StoredMessage], ctx: PopContext,
                          next_seq: Callable[[], int]) -> PopPlan:
-    """Redeliver the expired in-flight entries of a locked FIFO queue, in offset order."""
+    """Redeliver the in-flight entries of a locked FIFO queue, in offset order, once none of
+    them is invisible any more (one still held keeps the whole queue waiting: redelivering a
+    later message while an earlier one is processed would reorder its message group)."""
+    if any(entry.deadline_ms > ctx.now_ms for entry in state.inflight.values()):
+        return PopPlan(None, ())
     deliveries = []
     for offset in sorted(state.inflight):
         entry = state.inflight[offset]
         message = messages.get(offset)
-        if entry.deadline_ms > ctx.now_ms or message is None or len(deliveries) >= ctx.batch:
+        if message is None:
             continue
+        if len(deliveries) >= ctx.batch:
+            break
         attempt = entry.attempt + 1
         new_entry = _entry(message, ctx, next_seq(), attempt)
         deliveries.append(Delivery(message, new_entry, attempt > max(ctx.max_attempts, 1)))

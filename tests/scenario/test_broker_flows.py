@@ -269,19 +269,47 @@ def test_fifo_blocks_the_group_while_one_is_in_flight_and_redelivers_in_place(ha
         await broker.upsert_group(SubscriptionGroupConfig("G", consume_message_orderly=True))
         for body in (b"1", b"2", b"3"):
             await harness.send("T", body, kind=MessageType.FIFO, group="order-7")
-        [one] = await harness.receive("G", "T", invisible_ms=1000)
+        [one] = await harness.receive("G", "T", batch=1, invisible_ms=1000)
         assert one.message.body == b"1"
         assert await harness.receive("G", "T") == []  # 2 waits for 1
         harness.clock.advance(1001)
         [again] = await harness.receive("G", "T", invisible_ms=1000)
         assert again.message.body == b"1" and again.delivery_attempt == 2
         await broker.ack("G", "T", "", again.receipt_handle)
-        [two] = await harness.receive("G", "T")
+        [two] = await harness.receive("G", "T", batch=1)
         assert two.message.body == b"2"
         await broker.forward_to_dead_letter_queue("G", "T", "", two.receipt_handle)
         [three] = await harness.receive("G", "T")
         assert three.message.body == b"3"
         assert [d.message.body for d in await harness.receive("R", "%DLQ%G")] == [b"2"]
+        await harness.stop()
+    run(scenario())
+
+
+def test_fifo_receive_is_a_batch_of_the_queue_in_order_and_its_unacked_rest_comes_back_in_order(harness):
+    """RocketMQ's orderly pop: one receive takes up to its batch of consecutive messages of a
+    queue; a consumer that acks part and dies leaves the rest to be redelivered, in order,
+    once the batch's invisibility expires -- and across a restart of the broker."""
+    async def scenario():
+        broker = await _with_topic(harness, kind="FIFO")
+        await broker.upsert_group(SubscriptionGroupConfig("G", consume_message_orderly=True))
+        bodies = [str(i).encode() for i in range(40)]
+        for body in bodies:
+            await harness.send("T", body, kind=MessageType.FIFO, group="order-7")
+        batch = await harness.receive("G", "T", batch=32, invisible_ms=1000)
+        assert [d.message.body for d in batch] == bodies[:32]
+        for delivery in batch[:10]:
+            await broker.ack("G", "T", "", delivery.receipt_handle)
+        assert await harness.receive("G", "T") == []  # the rest of the batch holds the queue
+        await harness.restart()
+        broker = harness.broker
+        harness.clock.advance(1001)
+        again = await harness.receive("G", "T", batch=32, invisible_ms=1000)
+        assert [d.message.body for d in again] == bodies[10:32]
+        assert {d.delivery_attempt for d in again} == {2}
+        for delivery in again:
+            await broker.ack("G", "T", "", delivery.receipt_handle)
+        assert [d.message.body for d in await harness.receive("G", "T")] == bodies[32:]
         await harness.stop()
     run(scenario())
 

@@ -72,16 +72,63 @@ def test_attempt_beyond_max_is_dead_lettered():
     assert plan.deliveries[0].dead_letter
 
 
-def test_fifo_batch_has_one_message_per_group_and_locks_the_queue():
+def test_fifo_batch_is_consecutive_messages_of_the_queue_and_locks_it():
+    """RocketMQ's orderly pop: a batch of consecutive messages, whatever their message groups;
+    nothing more leaves the queue until all of it is acked."""
     table = PopTable()
     state = table.ensure(KEY, 0)
-    msgs = [message(0, "a"), message(1, "b"), message(2, "a"), message(3, "c")]
-    plan = plan_new(KEY, state, msgs, ctx(fifo=True), seqs())
-    assert [d.entry.offset for d in plan.deliveries] == [0, 1]
+    msgs = [message(0, "a"), message(1, "a"), message(2, "b"), message(3, "a"), message(4, "c")]
+    plan = plan_new(KEY, state, msgs, ctx(fifo=True, batch=4), seqs())
+    assert [d.entry.offset for d in plan.deliveries] == [0, 1, 2, 3]
     table.apply(plan.record)
-    assert plan_new(KEY, state, msgs[2:], ctx(fifo=True), seqs()).deliveries == ()
-    redelivered = plan_fifo_redelivery(KEY, state, {0: msgs[0], 1: msgs[1]}, ctx(now=1000, fifo=True), seqs())
-    assert [(d.entry.offset, d.entry.attempt) for d in redelivered.deliveries] == [(0, 2), (1, 2)]
+    assert plan_new(KEY, state, msgs[4:], ctx(fifo=True), seqs()).deliveries == ()
+    for offset in (0, 1, 2):
+        table.apply(AckRecord(KEY, offset))
+    assert plan_new(KEY, state, msgs[4:], ctx(fifo=True), seqs()).deliveries == ()  # 3 is still unacked
+    table.apply(AckRecord(KEY, 3))
+    assert [d.entry.offset for d in plan_new(KEY, state, msgs[4:], ctx(fifo=True), seqs()).deliveries] == [4]
+
+
+def test_fifo_redelivers_the_unacked_rest_of_a_batch_in_order_once_all_of_it_is_visible():
+    table = PopTable()
+    state = table.ensure(KEY, 0)
+    msgs = {o: message(o, "a") for o in range(5)}
+    next_seq = seqs()  # one sequence, as the table's: a later delivery has a larger seq
+    table.apply(plan_new(KEY, state, list(msgs.values()), ctx(fifo=True), next_seq).record)
+    table.apply(AckRecord(KEY, 0))
+    table.apply(AckRecord(KEY, 2))
+    assert plan_fifo_redelivery(KEY, state, msgs, ctx(now=999, fifo=True), next_seq).deliveries == ()
+    redelivered = plan_fifo_redelivery(KEY, state, msgs, ctx(now=1000, fifo=True, batch=2), next_seq)
+    assert [(d.entry.offset, d.entry.attempt) for d in redelivered.deliveries] == [(1, 2), (3, 2)]
+    table.apply(redelivered.record)
+    # 4 is visible, but 1 and 3 are held again: 4 waits, or it would overtake them
+    assert plan_fifo_redelivery(KEY, state, msgs, ctx(now=1500, fifo=True), next_seq).deliveries == ()
+    again = plan_fifo_redelivery(KEY, state, msgs, ctx(now=2000, fifo=True), next_seq)
+    assert [(d.entry.offset, d.entry.attempt) for d in again.deliveries] == [(1, 3), (3, 3), (4, 2)]
+
+
+def test_fifo_message_held_longer_holds_the_whole_queue():
+    """A consumer that extends one message (ChangeInvisibleDuration) keeps the rest of its batch
+    from being redelivered to someone else meanwhile."""
+    table = PopTable()
+    state = table.ensure(KEY, 0)
+    msgs = {o: message(o, "a") for o in range(3)}
+    plan = plan_new(KEY, state, list(msgs.values()), ctx(fifo=True), seqs())
+    table.apply(plan.record)
+    first = plan.deliveries[0].entry
+    record, _ = decide_change(table, "G", ReceiptHandle("T", 0, 0, first.seq), 5000, now_ms=900)
+    table.apply(record)
+    assert plan_fifo_redelivery(KEY, state, msgs, ctx(now=1000, fifo=True), seqs()).deliveries == ()
+    assert [d.entry.offset for d in plan_fifo_redelivery(KEY, state, msgs, ctx(now=5900, fifo=True), seqs()).deliveries] == [0, 1, 2]
+
+
+def test_fifo_past_max_attempts_dead_letters_only_that_message():
+    table = PopTable()
+    state = table.ensure(KEY, 0)
+    msgs = {0: message(0, "a", reconsume=2), 1: message(1, "a")}
+    table.apply(plan_new(KEY, state, list(msgs.values()), ctx(fifo=True, max_attempts=3), seqs()).record)
+    redelivered = plan_fifo_redelivery(KEY, state, msgs, ctx(now=1000, fifo=True, max_attempts=3), seqs())
+    assert [(d.entry.offset, d.dead_letter) for d in redelivered.deliveries] == [(0, True), (1, False)]
 
 
 def test_ack_rules_current_stale_and_already_acked():

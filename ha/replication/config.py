@@ -76,6 +76,10 @@ class HaConfig:
     ha_max_writes_in_flight: int = config_field(
         "haMaxWritesInFlight", 2, unit="batches", minimum=1, maximum=64,
         doc="SLAVE: replicated batches written by the writer thread while the next ones are checked")
+    ha_inline_write_max_bytes: int = config_field(
+        "haInlineWriteMaxBytes", 65_536, unit="bytes", minimum=0, maximum=16 << 20,
+        doc="SLAVE: a replicated batch at most this large is written on the event loop when no write is in "
+            "flight (handing a few KiB to the writer thread and back cost more than the write); 0: always the thread")
     ha_max_pending_acks: int = config_field(
         "haMaxPendingAcks", 10_000, unit="puts", minimum=1,
         doc="most SYNC_MASTER puts waiting for replica acks; beyond it a put fails with SLAVE_NOT_AVAILABLE")

@@ -270,11 +270,26 @@ class ReplicationSlave:
     # --- the write pipeline ------------------------------------------------------------------------
     async def _stage(self, batch: TransferBatch, link: Link) -> None:
         run = self.store.stage_raw(batch.start_offset, batch.payload, batch.index)
+        if not self._writes and run.end - run.start <= self.config.ha_inline_write_max_bytes:
+            self._write_inline(run, link)  # a page-cache write of a few KiB: the thread hand-off cost more
+            return
         future = asyncio.get_running_loop().run_in_executor(self._writer, run.write)
         self._writes.append((run, future))
         future.add_done_callback(lambda _: self._commit_written(link))
         if len(self._writes) > self.config.ha_max_writes_in_flight:
             await asyncio.wait([self._writes[0][1]])
+
+    def _write_inline(self, run: StagedRun, link: Link) -> None:
+        """Write and commit ``run`` on the loop (no write is in flight: the order holds)."""
+        future = asyncio.get_running_loop().create_future()
+        try:
+            run.write()
+        except Exception as failure:  # noqa: BLE001 - as the writer thread's: the run is abandoned, the link closed
+            future.set_exception(failure)
+        else:
+            future.set_result(None)
+        self._writes.append((run, future))
+        self._commit_written(link)
 
     def _commit_written(self, link: Link | None) -> None:
         """Event loop: commit the runs whose writes finished, in staging order."""

@@ -326,3 +326,42 @@ async def _reconnect_handshake_first(tmp_path, monkeypatch, caplog, logging):
         assert not refused, refused
     finally:
         await group.stop()
+
+
+def test_a_small_run_written_on_the_loop_that_fails_is_abandoned_and_copied_again(tmp_path, monkeypatch):
+    """A run of at most haInlineWriteMaxBytes is written on the event loop, not by the writer
+    thread; when that write fails (EIO) nothing of it shows, the connection closes, and the
+    next connection copies it again: the logs end byte for byte equal."""
+    asyncio.run(_inline_write_fails(tmp_path, monkeypatch))
+
+
+async def _inline_write_fails(tmp_path, monkeypatch):
+    import errno
+
+    from store import replica_index
+
+    group = Group(tmp_path, in_sync=1)
+    original, failing = replica_index.StagedRun.write, {"left": 1, "sizes": []}
+
+    def write(run):
+        failing["sizes"].append(run.end - run.start)
+        if failing["left"] and group.slave_store.commit_log_max_offset > 0:
+            failing["left"] -= 1
+            raise OSError(errno.EIO, "Input/output error")
+        original(run)
+    monkeypatch.setattr(replica_index.StagedRun, "write", write)
+    closes = []
+    closed = group.slave._closed
+    monkeypatch.setattr(group.slave, "_closed", lambda reason: (closes.append(reason), closed(reason)))
+    await group.start()
+    try:
+        await put(group, 0, 10)
+        await group.caught_up()
+        await put(group, 10, 10)
+        await group.caught_up()
+        assert failing["left"] == 0, "the injected failure was never reached"
+        assert "STORE_FAILED" in closes[0] and "Input/output error" in closes[0], closes
+        assert max(failing["sizes"]) <= group.slave.config.ha_inline_write_max_bytes  # the loop's path, not the thread's
+        assert log_bytes(group.slave_store) == log_bytes(group.master_store)
+    finally:
+        await group.stop()

@@ -25,6 +25,7 @@ from container.config import ContainerConfig
 from container.config_loader import load_config_file
 from container.directory import ContainerDirectory
 from container.acting_adapter import ContainerActing
+from container.backlog_adapter import ContainerBacklog
 from container.hosted_broker import (BrokerSpec, HostedBroker, check_unique, close_broker, open_broker,
                                      start_acting_mode, start_controller_mode, start_replication)
 from container.ports import check_ports_free
@@ -33,8 +34,9 @@ from container.security import TlsMaterial
 from metadata.authentication import Accounts
 from metadata.config import ConfigError
 from scheduler.clock import Clock, SystemClock
+from scheduler.pop.backlog_board import BoardSettings
 from scheduler.periodic import PeriodicTasks
-from proto import acting_pb2_grpc
+from proto import acting_pb2_grpc, backlog_pb2_grpc
 from services.acting.client import ActingClient
 from services.acting.escape import EscapeBridge
 from services.acting.service import ActingServicer
@@ -43,6 +45,7 @@ from services.status_metrics import STATUS, hosted_broker_source
 from services.ha.converters import MAX_FRAME_BYTES
 from services.ha.service import HaListener, add_ha_service
 from services.messaging.config import MessagingConfig
+from services.messaging.backlog_probe import BacklogProbe, BacklogServicer
 from services.messaging.broker_port import Relays
 from services.messaging.server import add_broker_port, add_messaging_services, server_options
 from services.health import HealthService
@@ -81,6 +84,8 @@ class BrokerContainer:
         self.registration: Registration | None = None
         self.ports: dict[str, int] = {}
         self._metrics_source: int | None = None
+        self.backlog = BacklogProbe(BoardSettings(messaging.backlog_probe_interval_ms or 1, messaging.backlog_fresh_ms),
+                                    self.clock, self._route_of, ContainerBacklog(self))
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -121,6 +126,7 @@ class BrokerContainer:
         self.tasks.declare("heartbeat", self.config.heartbeat_interval_ms, self.registration.heartbeat_all, self.config.heartbeat_interval_ms)
         self.tasks.declare("store-metrics", 5_000, self._refresh_store_metrics, 1_000)
         self.tasks.start()
+        self.backlog.start()
         log.info("container started: client endpoint %s:%d%s, admin %s:%d, brokers %s", self.config.broker_container_ip,
                  self.ports["client"], f" (TLS {self.ports['tls']})" if "tls" in self.ports else "",
                  self.config.admin_bind_address, self.ports["admin"], ", ".join(self.hosted))
@@ -171,6 +177,7 @@ class BrokerContainer:
                           load_config=lambda path: load_config_file(Path(path)))
         add_ha_service(internal, self.replication_master, lambda: self._ha_listener.port, self.client_endpoint_for)
         acting_pb2_grpc.add_ActingServiceServicer_to_server(ActingServicer(ContainerActing(self)), internal)
+        backlog_pb2_grpc.add_BacklogServiceServicer_to_server(BacklogServicer(ContainerBacklog(self)), internal)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, internal)
         self.ports["admin"] = self._bind(self._internal_server, "listenPort", self.config.admin_bind_address, self.config.listen_port)
         try:
@@ -229,6 +236,7 @@ class BrokerContainer:
         STATUS.remove(self._metrics_source)
         await self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
         await self.tasks.stop()
+        await self.backlog.stop()
         grace = self.config.shutdown_timeout_ms / 1000 / 2
         for name in list(self._broker_servers):
             await self._stop_broker_port(name, grace)
@@ -251,6 +259,8 @@ class BrokerContainer:
     async def _open(self, spec: BrokerSpec) -> HostedBroker:
         hosted = await open_broker(spec, self.clock, self.directory.sink, self.acting_client)
         self.hosted[spec.broker.broker_name + f"#{spec.broker.broker_id}"] = hosted
+        if self.messaging.backlog_probe_interval_ms:
+            hosted.broker.pop.backlog_hint = self.backlog
         if hosted.acting.enabled:
             hosted.acting.bridge = EscapeBridge(hosted.name, spec.broker, self.clock, lambda: self._local_masters(hosted.name),
                                                 self._route_of, self.acting_client)

@@ -81,6 +81,9 @@ class ReceiveRequest:
     deadline_ms: int  # monotonic; answer (possibly empty) before it
     attempt_id: str = ""
     max_delivery_attempts: int | None = None  # from the client's settings, else the group's config
+    # the client picks a queue per receive (SimpleConsumer): with nothing here, the long poll ends
+    # at once while another broker of the topic holds messages for the group (backlog_board)
+    yields_to_backlog_elsewhere: bool = False
 
 
 @dataclass(frozen=True)

@@ -57,9 +57,9 @@ class AppendNotifier:
 
     def on_append(self, topic: str, queue_id: int, max_offset: int) -> None:
         if self._loop is not None and threading.get_ident() != self._loop_thread:
-            self._loop.call_soon_threadsafe(self._wake, topic)
+            self._loop.call_soon_threadsafe(self.wake_topic, topic)
         else:
-            self._wake(topic)
+            self.wake_topic(topic)
 
     def wake_all(self) -> None:
         """More became readable everywhere (the replicas' confirm offset advanced)."""
@@ -67,6 +67,7 @@ class AppendNotifier:
             for waiter in list(waiters):
                 waiter.event.set()
 
-    def _wake(self, topic: str) -> None:
+    def wake_topic(self, topic: str) -> None:
+        """Receives waiting for ``topic`` look again (an append, a FIFO batch acked, a backlog elsewhere)."""
         for waiter in list(self._waiters.get(topic, ())):
             waiter.event.set()

@@ -41,7 +41,7 @@ import logging
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Callable, Sequence
+from typing import Callable, Protocol, Sequence
 
 from ha.acting.escape_target import EscapeKind
 from metadata.consumer_offsets import ConsumerOffsetTable
@@ -53,11 +53,11 @@ from metadata.names import dlq_topic, retry_topic_for
 from metadata.offset_write import Accepted, OffsetWriteDecision, QueueFacts, QueueOffset, decide_offset_write
 from metadata.replica_metadata import Adopt, Adoption, SyncDirection, VersionedDocument, adopted_offsets, decide_adoption
 from metadata.status import Code, RequestRejected
-from scheduler.pop.decisions import PopContext, PopPlan, PopRejection, decide_ack, decide_change, plan_fifo_redelivery, plan_new
+from scheduler.pop.decisions import PopPlan, PopRejection, decide_ack, decide_change
 from scheduler.pop.receipt import ReceiptHandle, decode
 from scheduler.pop.records import (REVIVE_TOPIC, AckRecord, InFlight, QueueKey, Record, ResetRecord, SkipRecord, decode_records,
                                    encode_records)
-from scheduler.pop.table import HandleCheck, PopTable, QueueState
+from scheduler.pop.table import HandleCheck, PopTable
 from services.acting.escape import EscapedItem, EscapeFailed
 from services.acting.pop_journal import PopJournal
 from services.broker import requeue
@@ -68,6 +68,7 @@ from services.broker.groups import GroupManager
 from services.broker.internal_put import put_retrying
 from services.broker.long_poll import AppendNotifier
 from services.broker.pop_log_writer import PopLogWriter
+from services.broker.pop_planner import PopPlanner
 from services.broker.system_log import anchors, cut_below
 from services.broker.offset_keeper import OffsetKeeper
 from services.broker.topics import TopicManager
@@ -83,6 +84,15 @@ LOG_READ_BATCH = 1024
 _NO_PROPERTIES = MappingProxyType({})
 
 
+class BacklogHint(Protocol):
+    """Whether another broker of a topic holds messages a group could receive now
+    (services.messaging.backlog_probe, scheduler.pop.backlog_board)."""
+
+    def elsewhere(self, topic: str, group: str, here: str) -> bool: ...
+
+    def waiting(self, topic: str, group: str, here: str, change: int) -> None: ...
+
+
 class PopService:
     def __init__(self, config: BrokerConfig, store, clock, topics: TopicManager, groups: GroupManager,
                  notifier: AppendNotifier, config_dir: Path):
@@ -95,7 +105,8 @@ class PopService:
         self.log_offset = 0  # next pop-log record to apply
         self._generation = store.derived_generation  # the store's, when the table was built from its log
         self._rebuilding = False  # from the start of the log; the acting journal follows the log's end
-        self._round_robin: dict[tuple[str, str], int] = {}
+        self.planner = PopPlanner(config, store, clock, topics, self)
+        self.backlog_hint: BacklogHint | None = None  # the container's BacklogProbe: a backlog on another broker
         self.data_version = DataVersion()  # of the pop state; moves only while acting (and by adoption)
         self.journal = PopJournal(config_dir / JOURNAL_FILE)
         self.bridge = None  # services.acting.escape.EscapeBridge while this slave acts
@@ -343,26 +354,38 @@ class PopService:
         topic = self.topics.for_receive(request.topic)
         long_poll_ms = min(request.long_poll_ms, self.config.long_polling_max_ms)
         wait_until = min(request.deadline_ms, self.clock.monotonic_ms() + long_poll_ms)
-        timed_out = False
-        while True:
-            if not self.serving():  # a long poll that outlived the acting slave's turn ends empty
-                return []
-            allowed = None  # FIFO under lockInStrictMode: only the queues whose lock quorum this replica holds
-            if group.consume_message_orderly and self.fifo_gate is not None and self.fifo_gate.strict:
-                allowed = await self.fifo_gate.acquire([QueueKey(request.group, request.topic, queue_id)
-                                                        for queue_id in range(topic.read_queue_nums)])
-            waiter = self.notifier.register((request.topic, retry_topic_for(request.group, request.topic)))
-            try:
-                plans = self._plan(request, message_filter, group.consume_message_orderly, group.max_delivery_attempts,
-                                   topic.read_queue_nums, allowed)
-                if plans:
-                    return await self._deliver(request.group, plans)
-                remaining = wait_until - self.clock.monotonic_ms()
-                if timed_out or remaining <= 0:
+        hint = self.backlog_hint if request.yields_to_backlog_elsewhere else None
+        counted = False  # in the hint's count of receives waiting here
+        timed_out = False  # the whole long poll was waited: one last look, then empty
+        try:
+            while True:
+                if not self.serving():  # a long poll that outlived the acting slave's turn ends empty
                     return []
-                timed_out = not await waiter.wait(remaining)
-            finally:
-                waiter.close()
+                allowed = None  # FIFO under lockInStrictMode: only the queues whose lock quorum this replica holds
+                if group.consume_message_orderly and self.fifo_gate is not None and self.fifo_gate.strict:
+                    allowed = await self.fifo_gate.acquire([QueueKey(request.group, request.topic, queue_id)
+                                                            for queue_id in range(topic.read_queue_nums)])
+                waiter = self.notifier.register((request.topic, retry_topic_for(request.group, request.topic)))
+                try:
+                    found = self.planner.plan(request, message_filter, group.consume_message_orderly,
+                                              group.max_delivery_attempts, topic.read_queue_nums, allowed, self._apply)
+                    if found.plans:
+                        return await self._deliver(request.group, found.plans)
+                    remaining = wait_until - self.clock.monotonic_ms()
+                    if timed_out or remaining <= 0 or (hint is not None and hint.elsewhere(request.topic, request.group, self.config.broker_name)):
+                        return []  # nothing here; the client's next receive goes to the next broker's queue
+                    if hint is not None and not counted:
+                        hint.waiting(request.topic, request.group, self.config.broker_name, +1)
+                        counted = True
+                    wait_ms = remaining
+                    if found.redeliver_at_ms is not None:  # a locked FIFO batch becomes visible then
+                        wait_ms = min(remaining, max(1, found.redeliver_at_ms - self.clock.now_ms()))
+                    timed_out = not await waiter.wait(wait_ms) and wait_ms == remaining
+                finally:
+                    waiter.close()
+        finally:
+            if counted:
+                hint.waiting(request.topic, request.group, self.config.broker_name, -1)
 
     @staticmethod
     def _filter(request: ReceiveRequest) -> MessageFilter:
@@ -370,69 +393,6 @@ class PopService:
             return compile_filter(request.filter.type is FilterType.SQL, request.filter.expression)
         except FilterSyntaxError as failure:
             raise RequestRejected(Code.ILLEGAL_FILTER_EXPRESSION, str(failure)) from None
-
-    def _queue_keys(self, request: ReceiveRequest, fifo: bool, read_queues: int) -> list[QueueKey]:
-        if request.queue_id >= 0:
-            ids = [request.queue_id] if request.queue_id < read_queues else []
-        else:
-            start = self._round_robin.get((request.group, request.topic), 0)
-            self._round_robin[(request.group, request.topic)] = start + 1
-            ids = [(start + i) % read_queues for i in range(read_queues)]
-        keys = [QueueKey(request.group, request.topic, queue_id) for queue_id in ids]
-        retry = retry_topic_for(request.group, request.topic)
-        if not fifo and self.topics.get(retry) is not None:
-            keys.insert(0, QueueKey(request.group, retry, 0))
-        return keys
-
-    def _state(self, key: QueueKey) -> QueueState:
-        state = self.table.get(key)
-        if state is None:
-            committed = self.keeper.get(key.topic, key.group, key.queue_id)
-            if committed is None:
-                never_trimmed = self.store.min_offset(key.topic, key.queue_id) == 0
-                committed = 0 if never_trimmed else self.store.max_offset(key.topic, key.queue_id)
-            state = self.table.ensure(key, committed)
-        return state
-
-    def _plan(self, request: ReceiveRequest, message_filter: MessageFilter, fifo: bool, group_max_attempts: int,
-              read_queues: int, allowed: set[QueueKey] | None = None) -> list[PopPlan]:
-        now = self.clock.now_ms()
-        budget = min(request.batch_size, self.config.max_receive_batch_size)
-        plans = []
-        for key in self._queue_keys(request, fifo, read_queues):
-            if budget <= 0:
-                break
-            if allowed is not None and key not in allowed:
-                continue
-            invisible_ms = request.invisible_ms
-            if request.auto_renew or invisible_ms <= 0:
-                invisible_ms = invisible_ms if invisible_ms > 0 else self.config.pop_invisible_time_auto_renew_ms
-            context = PopContext(now, invisible_ms, request.max_delivery_attempts or group_max_attempts,
-                                 budget, self.config.pop_inflight_max_per_queue, fifo, message_filter)
-            plan = self._plan_queue(key, context)
-            if plan.record is not None:
-                self._apply(plan.record)  # reserve before any await
-                plans.append(plan)
-                budget -= len(plan.deliveries)
-        return plans
-
-    def _plan_queue(self, key: QueueKey, context: PopContext) -> PopPlan:
-        state = self._state(key)
-        next_seq = lambda: self.table.next_seq(context.now_ms)  # noqa: E731
-        if context.fifo and state.inflight:
-            messages = {o: m for o, e in state.inflight.items() if (m := self.store.read_at(e.commit_offset)) is not None}
-            return plan_fifo_redelivery(key, state, messages, context, next_seq)
-        if state.unacked >= context.inflight_max:
-            return PopPlan(None, ())
-        # without a filter every message read is delivered: read no more than fit (decoding
-        # popScanMax records to deliver 32 was most of a receive's cost)
-        count = self.config.pop_scan_max
-        if context.filter.everything:
-            count = max(1, min(count, context.batch, context.inflight_max - state.unacked))
-        result = self.store.get(key.topic, key.queue_id, state.pop_offset, count)
-        if result.status is GetStatus.OFFSET_TOO_SMALL:  # trimmed by retention: skip to the oldest kept
-            result = self.store.get(key.topic, key.queue_id, result.next_offset, count)
-        return plan_new(key, state, result.messages, context, next_seq)
 
     async def _deliver(self, group: str, plans: list[PopPlan]) -> list[Delivery]:
         await self._write([plan.record for plan in plans], applied=True)
@@ -517,7 +477,16 @@ class PopService:
 
     async def _ack_all(self, records: list[AckRecord]) -> None:
         await self._write(records, applied=False)
+        held = {record.key for record in records if self._holds_back(record.key)}
         self._apply_all(records)
+        for topic in {key.topic for key in held if not self._holds_back(key)}:
+            self.notifier.wake_topic(topic)  # a FIFO batch acked whole (or room in flight): waiting receives go on
+
+    def _holds_back(self, key: QueueKey) -> bool:
+        """The queue delivers nothing new now: a FIFO batch in flight, or the in-flight limit reached."""
+        state = self.table.get(key)
+        return state is not None and bool(state.inflight) and (
+            next(iter(state.inflight.values())).fifo or state.unacked >= self.config.pop_inflight_max_per_queue)
 
     # ---- revive -------------------------------------------------------------------------------
     async def revive(self) -> int:
@@ -574,6 +543,17 @@ class PopService:
                 log.debug("revive: %d retries of %s wait: %s", len(items), topic, failure)
                 continue
             await self._ack_all([AckRecord(k, e.offset) for k, e, _ in items])
+
+    def receivable(self, group: str, topic: str, limit: int) -> int:
+        """How many messages a receive of ``group`` could take from ``topic`` here now (a hint
+        for another broker's long poll: services.messaging.backlog_probe); 0 when this broker
+        does not serve pop calls or does not know the topic."""
+        config = self.topics.get(topic)
+        if not self.serving() or config is None or self.rebuilding:
+            return 0
+        known = self.groups.get(group)
+        fifo = known is not None and known.consume_message_orderly
+        return self.planner.receivable(group, topic, fifo, config.read_queue_nums, self.clock.now_ms(), limit)
 
     # ---- admin views --------------------------------------------------------------------------
     def inflight_count(self, group: str, topic: str, queue_id: int) -> int:

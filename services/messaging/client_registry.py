@@ -120,6 +120,13 @@ class ClientRegistry:
         client = self._clients.get(client_id)
         return client.settings if client else None
 
+    def client_type(self, client_id: str) -> str:
+        """PRODUCER, PUSH_CONSUMER, SIMPLE_CONSUMER, ... as its heartbeat or settings said ("" unknown)."""
+        client = self._clients.get(client_id)
+        if client is None:
+            return ""
+        return client.client_type or (client.settings.client_type if client.settings else "")
+
     def max_attempts(self, client_id: str) -> int | None:
         settings = self.settings_of(client_id)
         return settings.max_attempts if settings else None

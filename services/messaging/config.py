@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from metadata.config import config_field
+from metadata.config import ConfigError, config_field
 
 MiB = 1024 * 1024
 
@@ -50,6 +50,13 @@ class MessagingConfig:
                                             doc="longest long poll; also sent to consumers as subscription.long_polling_timeout")
     long_polling_reserve_ms: int = config_field("longPollingReserveTimeInMillis", 200, unit="ms", minimum=0,
                                                 doc="margin kept before the client's deadline to write the reply")
+    backlog_probe_interval_ms: int = config_field(
+        "receiveBacklogProbeIntervalMillis", 500, unit="ms", minimum=0, maximum=60_000,
+        doc="while a SimpleConsumer's receive waits here with nothing to take, the other brokers of its topic are asked "
+            "this often whether they hold messages for its group; one that does ends the wait at once (0: never ask)")
+    backlog_fresh_ms: int = config_field(
+        "receiveBacklogFreshMillis", 1_000, unit="ms", minimum=1, maximum=600_000,
+        doc="an answer to that question is trusted this long (at least receiveBacklogProbeIntervalMillis)")
     receive_batch_size: int = config_field("grpcClientConsumerLongPollingBatchSize", 32, unit="messages", minimum=1,
                                            doc="receive_batch_size sent to consumers; larger requested batches are clamped")
     max_ack_entry_num: int = config_field("maxAckMessageEntryNum", 1024, unit="entries", minimum=1,
@@ -83,3 +90,9 @@ class MessagingConfig:
                                                 doc="a call on a broker's own endpoint (listenPort) while its group has "
                                                     "no master in reach waits this long at most (never past the "
                                                     "caller's deadline) for a master to serve or relay to")
+
+    def __post_init__(self) -> None:
+        if self.backlog_probe_interval_ms and self.backlog_fresh_ms < self.backlog_probe_interval_ms:
+            raise ConfigError("messaging config", "receiveBacklogFreshMillis",
+                              f"{self.backlog_fresh_ms} is shorter than receiveBacklogProbeIntervalMillis "
+                              f"{self.backlog_probe_interval_ms}: every answer would be stale before the next one")

@@ -290,7 +290,11 @@ def invisible_ms(request, config: MessagingConfig) -> int:
 
 
 def receive_request(request, config: MessagingConfig, client_id: str, now_monotonic_ms: int,
-                    remaining_ms: int | None, max_attempts: int | None = None) -> ReceiveRequest:
+                    remaining_ms: int | None, max_attempts: int | None = None, client_type: str = "") -> ReceiveRequest:
+    """``client_type``: the caller's, as its heartbeat or settings named it ("" unknown).  A
+    receive that picks its queue per call (auto_renew false: a SimpleConsumer; never a
+    PushConsumer, which polls every assigned broker in its own loop) yields to a backlog on
+    another broker (scheduler.pop.backlog_board)."""
     group = group_name(request.group)
     topic = topic_name(request.message_queue.topic)
     if request.batch_size <= 0:
@@ -308,7 +312,8 @@ def receive_request(request, config: MessagingConfig, client_id: str, now_monoto
     return ReceiveRequest(client_id=client_id, group=group, topic=topic, queue_id=queue_id, filter=filter_,
                           batch_size=min(request.batch_size, config.receive_batch_size), invisible_ms=invisible,
                           auto_renew=request.auto_renew, long_poll_ms=poll, deadline_ms=now_monotonic_ms + poll,
-                          attempt_id=attempt_id, max_delivery_attempts=max_attempts)
+                          attempt_id=attempt_id, max_delivery_attempts=max_attempts,
+                          yields_to_backlog_elsewhere=not request.auto_renew and client_type != "PUSH_CONSUMER")
 
 
 def broker_name_of_queue(request) -> str:

@@ -280,7 +280,8 @@ class MessagingService(service_grpc.MessagingServiceServicer):
         remaining = context.time_remaining()
         remaining_ms = None if remaining is None else int(remaining * 1000)
         receive = converters.receive_request(request, self._config, client.client_id, self._clock.monotonic_ms(),
-                                             remaining_ms, self._registry.max_attempts(client.client_id))
+                                             remaining_ms, self._registry.max_attempts(client.client_id),
+                                             self._registry.client_type(client.client_id))
         name = converters.broker_name_of_queue(request)
         broker = self._directory.local_broker(name) if name else None
         return broker or self._master(receive.topic), receive

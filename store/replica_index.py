@@ -19,7 +19,11 @@ Rules:
   BLANK running to its segment's end or a message no queue indexes (its topic was deleted
   on the master), which is checked in full (store.record.check).  A queue comes at most
   once per batch.  The entries are checked together with numpy (one gather of every named
-  record's header): per record in Python this was the slave's largest cost.  The batch CRC (checked by the slave session) proves the bytes
+  record's header): per record in Python this was the slave's largest cost.  A batch of at
+  most :data:`FEW_ENTRIES` entries (a put of one message under load: most batches) is
+  checked by a plain loop instead, the same checks in the same order with the same words
+  (numpy's fixed cost, about 60 us a call, was the slave's largest cost then; the two are
+  held equal by a differential test).  The batch CRC (checked by the slave session) proves the bytes
   arrived as the master read them; this check proves the index describes them, so the
   slave's queues equal the master's with a few struct reads per record, not a parse.
 * A slice of a queue the slave already has must start at that queue's next offset.
@@ -62,6 +66,7 @@ class StagedRun:
 _HEAD = struct.Struct(">II4xi4xqq16xH")
 _TOPIC_AT = _HEAD.size  # the topic's bytes follow its u16 length
 _READ_ENTRIES = 1024  # consume-queue entries read per file read
+FEW_ENTRIES = 8  # a batch with at most this many index entries is checked without numpy
 
 
 class IndexCursor:
@@ -179,6 +184,14 @@ def check_indexed_run(data: bytes, offset: int, segment_size: int, index: tuple[
     reason = _check_slices(index, next_offsets)
     if reason is not None:
         return reason
+    if sum(len(piece.entries) for piece in index) <= FEW_ENTRIES * CQ_ENTRY_SIZE:
+        return _check_few(data, offset, segment_size, index)
+    return _check_many(data, offset, segment_size, index)
+
+
+def _check_many(data: bytes, offset: int, segment_size: int, index: tuple[QueueSlice, ...]) -> str | None:
+    """:func:`check_indexed_run`'s entry checks, vectorised."""
+    length = len(data)
     entries = np.frombuffer(b"".join(piece.entries for piece in index), dtype=_ENTRY_DTYPE)
     named = entries["size"] > 0  # a hole is written as it is and names no record
     if not named.any():
@@ -225,6 +238,48 @@ def check_indexed_run(data: bytes, offset: int, segment_size: int, index: tuple[
         return _entry_problem(index, number, queue_offset, commit, size, int(order[where]),
                               "overlaps the record before it")
     return _check_gaps(data, starts, ends, offset, segment_size)
+
+
+def _check_few(data: bytes, offset: int, segment_size: int, index: tuple[QueueSlice, ...]) -> str | None:
+    """:func:`check_indexed_run`'s entry checks as :func:`_check_many` makes them, one entry at a time."""
+    length, named = len(data), []  # (slice number, queue offset, commit, size)
+    for number, piece in enumerate(index):
+        for position, (commit, size, _) in enumerate(ENTRY.iter_unpack(piece.entries)):
+            if size > 0:
+                named.append((number, piece.first_queue_offset + position, commit, size))
+    if not named:
+        return _walk_unindexed(data, 0, length, offset, segment_size)
+    for number, queue_offset, commit, size in named:
+        at = commit - offset
+        if at < 0 or at + _HEAD.size > length or at + size > length:
+            return _few_problem(index, number, queue_offset, commit, size, f"runs past the batch [{offset}, {offset + length})")
+    for number, queue_offset, commit, size in named:
+        piece, at = index[number], commit - offset
+        topic = piece.topic.encode()
+        head_size, magic, queue_id, head_queue_offset, head_commit, topic_length = _HEAD.unpack_from(data, at)
+        low = at + _TOPIC_AT
+        stored = data[low:low + len(topic)] if low + len(topic) <= length else \
+            bytes(data[min(low + j, length - 1)] for j in range(len(topic)))  # as numpy's clipped gather
+        if (magic != MESSAGE_MAGIC or head_size != size or head_commit != commit or head_queue_offset != queue_offset
+                or queue_id != piece.queue_id or topic_length != len(topic) or stored != topic
+                or size < HEADER_SIZE or size > segment_size - commit % segment_size - BLANK_SIZE):
+            return _few_problem(index, number, queue_offset, commit, size, "does not describe the record there")
+    spans = sorted((commit - offset, item, commit - offset + size) for item, (_, _, commit, size) in enumerate(named))
+    for (_, _, end), (start, item, _) in zip(spans, spans[1:]):
+        if start < end:
+            return _few_problem(index, *named[item], "overlaps the record before it")
+    bounds = [0] + [edge for start, _, end in spans for edge in (start, end)] + [length]
+    for low, high in zip(bounds[::2], bounds[1::2]):
+        if low < high:
+            reason = _walk_unindexed(data, low, high, offset, segment_size)
+            if reason is not None:
+                return reason
+    return None
+
+
+def _few_problem(index, number: int, queue_offset: int, commit: int, size: int, what: str) -> str:
+    piece = index[number]
+    return f"index entry {piece.topic}/{piece.queue_id}@{queue_offset} (at {commit}, size {size}) {what}"
 
 
 def _check_slices(index: tuple[QueueSlice, ...], next_offsets: dict[tuple[str, int], int]) -> str | None:

@@ -400,3 +400,40 @@ def test_abandoned_runs_are_staged_again_from_the_log_end(tmp_path):
         assert log_bytes(slave) == log_bytes(master) and queue_files(slave) == queue_files(master)
     finally:
         master.shutdown(), slave.shutdown()
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(st.data())
+def test_fuzz_the_loop_for_few_entries_says_what_numpy_says(draw):
+    """check_indexed_run checks a batch of few entries in a plain loop (store.replica_index
+    FEW_ENTRIES) and larger ones with numpy: on faithful and damaged runs alike, both give the
+    same verdict in the same words."""
+    from store.replica_index import FEW_ENTRIES, _check_few, _check_many, _check_slices
+
+    data, index = build(draw.draw(st.integers(1, 12)))
+    index = tuple(draw.draw(st.permutations(index)))
+    damage = draw.draw(st.sampled_from(["none", "data", "entries", "first", "topic", "queue_id", "drop", "cut"]))
+    number = draw.draw(st.integers(0, len(index) - 1))
+    piece = index[number]
+    if damage == "data":
+        broken = bytearray(data)
+        for _ in range(draw.draw(st.integers(1, 3))):
+            broken[draw.draw(st.integers(0, len(broken) - 1))] ^= draw.draw(st.integers(1, 255))
+        data = bytes(broken)
+    elif damage == "entries":
+        blob = bytearray(piece.entries)
+        blob[draw.draw(st.integers(0, len(blob) - 1))] ^= draw.draw(st.integers(1, 255))
+        index = replace_slice(index, number, entries=bytes(blob))
+    elif damage == "first":
+        index = replace_slice(index, number, first_queue_offset=piece.first_queue_offset + draw.draw(st.integers(-2, 2)))
+    elif damage == "topic":
+        index = replace_slice(index, number, topic=draw.draw(st.sampled_from(["T", "U", "tópico", "Tx", ""])))
+    elif damage == "queue_id":
+        index = replace_slice(index, number, queue_id=draw.draw(st.integers(-1, 3)))
+    elif damage == "drop":
+        index = replace_slice(index, number, entries=piece.entries[:-CQ_ENTRY_SIZE])
+    elif damage == "cut":
+        data = data[:draw.draw(st.integers(0, len(data)))]
+    assert _check_few(data, 0, SEGMENT, index) == _check_many(data, 0, SEGMENT, index)
+    if sum(len(p.entries) for p in index) <= FEW_ENTRIES * CQ_ENTRY_SIZE:  # what check_indexed_run itself runs
+        assert check_indexed_run(data, 0, SEGMENT, index, {}) == (_check_slices(index, {}) or _check_few(data, 0, SEGMENT, index))

@@ -4,19 +4,32 @@
 
 Starts three standalone controllers, a nameserver and two containers (each hosting a replica
 of broker-a and broker-b: SYNC_FLUSH, allAckInSyncStateSet; tests/support/controller_cluster),
-the official Python client producing NORMAL and FIFO messages (two message groups) and two
-consumers, in subprocesses (tests/support/failover_load).  Then ``N`` rounds of each fault kind
-(bench/chaos_faults.py) in an order drawn from the seed: inject, hold, heal, wait until both
-groups have a master and a SyncStateSet of two again.  At the end it drains and checks:
+the official Python client producing NORMAL messages at ``--rate`` and FIFO messages at
+``--fifo-rate`` over ``--fifo-groups`` message groups, and two consumers, in subprocesses
+(tests/support/failover_load).  Then ``N`` rounds of each fault kind (bench/chaos_faults.py)
+in an order drawn from the seed: inject, hold, heal, wait until both groups have a master and
+a SyncStateSet of two again, then until the consumers are level (acknowledged minus consumed
+under 2 s of traffic; each round reports how far behind they were and how long leveling
+took).  Every ``--backlog-every``-th round is a backlog round: the consumers pause until
+``--backlog`` messages are queued, then resume as the fault is injected, so a backlog drains
+through the fault.  At the end it drains and checks:
 
 * every acknowledged message consumed at least once (lost), duplicates, FIFO order per
   message group (reordered), the longest time without an acknowledged send per round;
 * consumer offsets never roll back (consumer-progress after every round, per queue);
 * at most one master per group per epoch (the controller's view after every round, and
-  every replica's epoch file at the end: one epoch, one start offset).
+  every replica's epoch file at the end: one epoch, one start offset);
+* ``relaymq admin consumer-progress`` shows lag 0 for both groups (what is not consumed
+  by then counts as lost).
+
+Why the defaults (200 NORMAL and 100 FIFO a second): bench/bench_load.py measures what the
+controller-mode deployment sustains with the official client; the harness runs at a stated
+fraction of it, leaving room for the faults and the backlogs to be caught up.  The FIFO topic
+lives on broker-a only: a FIFO producer whose route lost broker-a's master for a moment moves
+message groups to broker-b's queues, a reorder that issue 24 (defect 1) is about.
 
 It prints a table per fault kind and writes ``DIR/chaos.png`` (acknowledged sends per second,
-faults shaded) and ``DIR/chaos.json``.  Exit status 1 when anything acknowledged was lost or
+faults shaded; each round's longest gap; the consumers' lag over the run) and ``DIR/chaos.json``.  Exit status 1 when anything acknowledged was lost or
 an offset rolled back.  The full disk, the slow disk and the network partition need the
 sandbox of bench/chaos_env.py (root: network namespaces, loop-device filesystems, blkio
 cgroups); without it the cluster runs on 127.0.0.1 and those kinds are skipped.
@@ -39,15 +52,14 @@ from typing import Callable
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import chaos_env, chaos_faults  # noqa: E402
+from bench.chaos_plot import plot  # noqa: E402
 from tests.support.controller_cluster import BROKERS, ControllerModeCluster  # noqa: E402
-from tests.support.failover_load import Client, drain, longest_gap, wait_started  # noqa: E402
+from tests.support.failover_load import Backlog, Client, drain, longest_gap, wait_started  # noqa: E402
 
 
 def start_load(cluster: ControllerModeCluster, logs: Path, args: argparse.Namespace) -> tuple[Client, list[Client]]:
     """NORMAL at ``--rate``; FIFO at ``--fifo-rate`` in all, spread over ``--fifo-groups`` message
-    groups (each sent one at a time, as a FIFO application does).  A FIFO queue delivers one
-    message per group per receive, the next only once the queue's batch is acked, so the FIFO
-    consumer's pace grows with the groups: with two groups it fell minutes behind the producer."""
+    groups (each sent one at a time, as a FIFO application does)."""
     endpoint = cluster.endpoint(1)
     producer = Client("produce", "--endpoint", endpoint, "--topic", "normal", "--fifo-topic", "fifo", "--rate",
                       str(args.rate), "--fifo-rate", str(args.fifo_rate / args.fifo_groups), "--groups",
@@ -121,6 +133,24 @@ class Checks:
                     self.rollbacks += 1
                     self.violations.append(f"consumer offset {key} rolled back {self.offsets[key]} -> {offset}{after}")
                 self.offsets[key] = max(offset, self.offsets.get(key, -1))
+
+    def lag_left(self, cluster: ControllerModeCluster, timeout_s: float = 30.0) -> int | None:
+        """The consumer groups' lag on the masters once drained (consumer-progress); its last acks
+        may still be on their way, so it is read until 0 or ``timeout_s``.  None: not answerable."""
+        deadline, lag = time.monotonic() + timeout_s, None
+        while True:
+            try:
+                lag = sum(max(0, row.get("lag", 0)) for group, topic in (("normal-group", "normal"), ("fifo-group", "fifo"))
+                          for row in _rows(json.loads(cluster.admin("consumer-progress", "-g", group, "-t", topic,
+                                                                    "--json").stdout))
+                          if row.get("source") == "master")
+            except (AssertionError, ValueError):
+                lag = None
+            if lag == 0 or time.monotonic() > deadline:
+                if lag:
+                    self.violations.append(f"consumer-progress shows lag {lag} after the drain")
+                return lag
+            time.sleep(1.0)
 
     def controller_logs(self, logs: list[Path]) -> None:
         """Every election each controller member applied (its log, replays after restarts
@@ -207,25 +237,93 @@ class Stop:
 STOP = Stop()
 
 
-def run_rounds(cluster, producer: Client, schedule: list[str], checks: Checks, hold_s: float,
-               rounds: list[dict]) -> None:
+PREFERRED = {"broker-a": 0, "broker-b": 1}  # the container whose replica starts as each group's master
+
+
+def rebalance(cluster: ControllerModeCluster) -> list[str]:
+    """Move each group's master back to its preferred container when the replica there is in
+    the SyncStateSet (``relaymq admin elect-master``, as an operator would).  Why: after a
+    failover one container serves both groups, and one container (one event loop) carries
+    about half of what two do (bench/bench_load.py --one-container), less than the harness's
+    load; its consumers then fall behind for good.  Returns the moves made."""
+    moved = []
+    for broker, index in PREFERRED.items():
+        view = cluster.view(broker)
+        if view is None or cluster.master_container(broker) in (None, index):
+            continue
+        suffix = f":{cluster.containers[index].admin_port}"
+        target = next((bid for bid, address in view.members.items() if address.endswith(suffix)), None)
+        if target is None or target not in view.sync_state_set:
+            continue
+        done = cluster.containers[index].admin("elect-master", "--controller", cluster.controller_addr, "--broker",
+                                               broker, "--broker-id", str(target))
+        if done.returncode == 0:
+            moved.append(f"{broker} -> container {index + 1}")
+    return moved
+
+
+def recover(cluster: ControllerModeCluster, producer: Client) -> tuple[bool, list[str]]:
+    """After a heal: both groups healthy, sends acknowledged, masters back where they started."""
+    recovered = wait_healthy(cluster, 60) and wait_acks(producer, time.monotonic(), 30)
+    moved = rebalance(cluster) if recovered else []
+    if moved:
+        recovered = wait_healthy(cluster, 60) and wait_acks(producer, time.monotonic(), 30)
+    return recovered, moved
+
+
+def pause_consumers(consumers: list[Client], paused: bool) -> None:
+    for consumer in consumers:
+        if consumer.process.poll() is None:
+            consumer.process.send_signal(signal.SIGUSR1 if paused else signal.SIGUSR2)
+
+
+def build_backlog(consumers: list[Client], backlog: Backlog, size: int, timeout_s: float = 120) -> int:
+    """Pause the consumers until ``size`` acknowledged messages wait (at most ``timeout_s``);
+    the consumers are resumed by the caller.  Returns how many wait."""
+    pause_consumers(consumers, True)
+    deadline = time.monotonic() + timeout_s
+    while (waiting := backlog.unconsumed()) < size and time.monotonic() < deadline and not STOP.event.is_set():
+        time.sleep(0.2)
+    return waiting
+
+
+def wait_level(backlog: Backlog, level: int, timeout_s: float) -> tuple[int, float]:
+    """Until fewer than ``level`` acknowledged messages wait unconsumed (at most ``timeout_s``):
+    (how many waited when it ended, seconds it took)."""
+    began = time.monotonic()
+    while (waiting := backlog.unconsumed()) >= level and time.monotonic() - began < timeout_s \
+            and not STOP.event.is_set():
+        time.sleep(0.2)
+    return waiting, time.monotonic() - began
+
+
+def run_rounds(cluster, producer: Client, consumers: list[Client], schedule: list[str], checks: Checks,
+               args: argparse.Namespace, rounds: list[dict]) -> None:
     """Appends each finished round to ``rounds`` until the schedule or a :data:`STOP` ends them."""
+    backlog = Backlog([producer], consumers)
+    level = 2 * (args.rate + args.fifo_rate)  # 2 s of traffic
     for number, kind in enumerate(schedule, 1):
         if STOP.event.is_set():
             return
         started = time.monotonic()
+        queued = None
+        if args.backlog_every and number % args.backlog_every == 0:
+            queued = build_backlog(consumers, backlog, args.backlog)
+            pause_consumers(consumers, False)  # they drain the backlog through the fault
         what, heal = chaos_faults.inject(cluster, kind)
-        STOP.event.wait(chaos_faults.HOLD_S[kind.split("-")[0]] * hold_s)
+        STOP.event.wait(chaos_faults.HOLD_S[kind.split("-")[0]] * args.hold)
         healed = time.monotonic()
         heal()
-        recovered = wait_healthy(cluster, 60) and wait_acks(producer, time.monotonic(), 30)
-        time.sleep(1.0)
+        recovered, moved = recover(cluster, producer)
+        lag, level_s = wait_level(backlog, level, args.level_timeout)
         checks.views(cluster)
         checks.consumer_offsets(cluster, f" (seen after round {number}, {kind})")
         rounds.append({"round": number, "kind": kind, "what": what, "start": started, "healed": healed,
-                       "end": time.monotonic(), "recovered": recovered})
-        print(f"round {number}/{len(schedule)} {kind}: {what}; healthy again: {recovered} "
-              f"({time.monotonic() - healed:.1f} s after heal)", file=sys.stderr, flush=True)
+                       "end": time.monotonic(), "recovered": recovered, "moved": moved, "backlog": queued, "lag": lag,
+                       "level_s": round(level_s, 2), "level": lag < level})
+        print(f"round {number}/{len(schedule)} {kind}{f' with {queued} queued' if queued is not None else ''}: {what}; "
+              f"healthy again: {recovered} ({time.monotonic() - healed:.1f} s after heal){'; ' + ', '.join(moved) if moved else ''}; consumers "
+              f"{'level' if lag < level else 'NOT level'} ({lag} unconsumed, {level_s:.1f} s)", file=sys.stderr, flush=True)
 
 
 def drain_while_consuming(consumers: list[Client], producer: Client, idle_s: float = 90, limit_s: float = 1800,
@@ -271,9 +369,13 @@ def account(rounds: list[dict], producer: Client, counts) -> dict[str, dict]:
     for index, round_ in enumerate(rounds):
         end = rounds[index + 1]["start"] if index + 1 < len(rounds) else round_["end"]
         bodies = [b for b, t in ack_time.items() if round_["start"] <= t < end]
-        row = table.setdefault(round_["kind"], {"runs": 0, "acknowledged": 0, "lost": 0, "duplicated": 0,
-                                                "reordered": 0, "longest_gap_s": 0.0, "not_recovered": 0})
+        row = table.setdefault(round_["kind"], {"runs": 0, "backlog_rounds": 0, "acknowledged": 0, "lost": 0,
+                                                "duplicated": 0, "reordered": 0, "longest_gap_s": 0.0,
+                                                "not_recovered": 0, "not_level": 0, "longest_level_s": 0.0})
         row["runs"] += 1
+        row["backlog_rounds"] += round_.get("backlog") is not None
+        row["not_level"] += not round_.get("level", True)
+        row["longest_level_s"] = max(row["longest_level_s"], round_.get("level_s", 0.0))
         row["acknowledged"] += len(bodies)
         row["lost"] += sum(1 for b in bodies if consumed_times[b] == 0)
         row["duplicated"] += sum(max(0, consumed_times[b] - 1) for b in bodies)
@@ -285,12 +387,14 @@ def account(rounds: list[dict], producer: Client, counts) -> dict[str, dict]:
 
 
 def print_table(table: dict[str, dict], checks: Checks) -> None:
-    header = f"{'fault':36} {'runs':>5} {'acked':>8} {'lost':>5} {'dup':>6} {'reord':>6} {'gap s':>6} {'unrec':>6}"
+    header = (f"{'fault':36} {'runs':>5} {'backlog':>7} {'acked':>8} {'lost':>5} {'dup':>6} {'reord':>6} {'gap s':>6} "
+              f"{'unrec':>6} {'unlevel':>7} {'level s':>7}")
     print(header)
     print("-" * len(header))
     for kind, row in table.items():
-        print(f"{kind:36} {row['runs']:5d} {row['acknowledged']:8d} {row['lost']:5d} {row['duplicated']:6d} "
-              f"{row['reordered']:6d} {row['longest_gap_s']:6.2f} {row['not_recovered']:6d}")
+        print(f"{kind:36} {row['runs']:5d} {row['backlog_rounds']:7d} {row['acknowledged']:8d} {row['lost']:5d} "
+              f"{row['duplicated']:6d} {row['reordered']:6d} {row['longest_gap_s']:6.2f} {row['not_recovered']:6d} "
+              f"{row['not_level']:7d} {row['longest_level_s']:7.1f}")
     print(f"consumer offset rollbacks: {checks.rollbacks} ({len(checks.offsets)} queues followed); epochs: "
           f"{len(checks.masters)} (group, epoch) masters from the controller, {checks.elections_logged} elections in "
           f"the controllers' logs, {checks.epoch_entries} epoch-file entries; "
@@ -300,50 +404,18 @@ def print_table(table: dict[str, dict], checks: Checks) -> None:
           + "".join(f"\n  {n} x {head}" for head, n in sorted(checks.tracebacks.items(), key=lambda kv: -kv[1])))
 
 
-def plot(path: Path, producer: Client, rounds: list[dict], origin: float) -> None:
-    """Two panels: acknowledged sends per second with each fault shaded while held (bursts of
-    retried sends after a gap are clipped, so the steady rate stays readable over hundreds of
-    rounds), and each round's longest gap with no acknowledged send, by fault kind."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    times = sorted(e["t"] - origin for e in producer.snapshot() if e["event"] == "ack")
-    if not times:
-        return
-    width = 1.0
-    counts = [0] * (int(times[-1] / width) + 1)
-    for t in times:
-        counts[int(t / width)] += 1
-    steady = sorted(counts)[int(len(counts) * 0.95)] or 1
-    figure, (rate, gaps) = plt.subplots(2, 1, figsize=(14, 7), sharex=True, height_ratios=[3, 2])
-    rate.fill_between([i * width for i in range(len(counts))], counts, step="post", color="tab:blue")
-    rate.set_ylim(0, steady * 1.6)
-    colors: dict[str, object] = {}
-    palette = plt.get_cmap("tab20")
-    for round_ in rounds:
-        color = colors.setdefault(round_["kind"], palette(len(colors) % 20))
-        rate.axvspan(round_["start"] - origin, round_["healed"] - origin, color=color, alpha=0.25, linewidth=0)
-    for kind, color in colors.items():
-        mine = [r for r in rounds if r["kind"] == kind and "longest_gap_s" in r]
-        gaps.scatter([r["start"] - origin for r in mine], [r["longest_gap_s"] for r in mine], s=12, color=color,
-                     label=f"{kind} (max {max((r['longest_gap_s'] for r in mine), default=0):.1f} s)")
-    rate.set_ylabel("acknowledged sends / s")
-    rate.set_title(f"RelayMQ chaos: {len(rounds)} rounds; throughput (1 s bins, clipped at 1.6x the 95th "
-                   f"percentile) with each fault shaded while held")
-    gaps.set_ylabel("longest gap in the round (s)")
-    gaps.set_xlabel("seconds")
-    gaps.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-
-
 def parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=1, help="rounds of each fault kind")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--kinds", default=",".join(chaos_faults.KINDS))
-    parser.add_argument("--rate", type=int, default=40, help="NORMAL sends per second")
-    parser.add_argument("--fifo-rate", type=int, default=20, help="FIFO sends per second, all groups together")
+    parser.add_argument("--rate", type=int, default=200, help="NORMAL sends per second")
+    parser.add_argument("--fifo-rate", type=int, default=100, help="FIFO sends per second, all groups together")
+    parser.add_argument("--backlog-every", type=int, default=3,
+                        help="every Nth round is a backlog round: the consumers pause first (0: none)")
+    parser.add_argument("--backlog", type=int, default=3000, help="messages queued before a backlog round's fault")
+    parser.add_argument("--level-timeout", type=float, default=120.0,
+                        help="seconds a round waits for the consumers to be level before the next one")
     parser.add_argument("--fifo-groups", type=int, default=8, help="FIFO message groups")
     parser.add_argument("--hold", type=float, default=1.0, help="scale of how long a fault is held")
     parser.add_argument("--out", default="", help="directory for logs, chaos.json and chaos.png")
@@ -352,7 +424,8 @@ def parse() -> argparse.Namespace:
                              "a container writes about 1 MiB a round and a full filesystem stops every round after)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    for name, least in (("runs", 1), ("rate", 1), ("fifo_rate", 1), ("fifo_groups", 1), ("hold", 0.1)):
+    for name, least in (("runs", 1), ("rate", 1), ("fifo_rate", 1), ("fifo_groups", 1), ("hold", 0.1),
+                        ("backlog_every", 0), ("backlog", 1), ("level_timeout", 1)):
         if getattr(args, name) < least:
             parser.error(f"--{name.replace('_', '-')} must be at least {least}")
     if args.disk_mb and args.disk_mb < 64:
@@ -386,6 +459,7 @@ class Run:
         self.producer, self.consumers, self.counts = None, [], None
         self.origin = time.monotonic()
         self.stopped = ""   # why the rounds ended early (SIGTERM, SIGINT), "" when they all ran
+        self.lag_left: int | None = None  # consumer-progress lag once drained
 
     def exercise(self, cluster: ControllerModeCluster, schedule: list[str], args: argparse.Namespace) -> None:
         """Start the load, run the rounds, drain, read the epoch files.  Stopped (:data:`STOP`)
@@ -397,7 +471,7 @@ class Run:
         self.producer, self.consumers = start_load(cluster, self.out, args)
         self.origin = time.monotonic()
         STOP.event.wait(2.0)
-        run_rounds(cluster, self.producer, schedule, self.checks, args.hold, self.rounds)
+        run_rounds(cluster, self.producer, self.consumers, schedule, self.checks, args, self.rounds)
         if STOP.event.is_set():
             self.stopped = f"{STOP.why} after round {len(self.rounds)} of {len(schedule)}"
             print(f"chaos: stopped ({self.stopped}); draining for at most 120 s, then checking (a second "
@@ -409,6 +483,7 @@ class Run:
             self.counts = drain_while_consuming(self.consumers, self.producer, interrupted=STOP.event.is_set)
         if STOP.event.is_set() and not self.stopped:
             self.stopped = f"{STOP.why} during the drain, after all {len(schedule)} rounds"
+        self.lag_left = self.checks.lag_left(cluster) if not self.stopped else None
         self.checks.epoch_files(cluster)
         self.checks.controller_logs([*cluster.workdir.glob("controller-n*.log"), cluster.workdir / "namesrv.log"])
         self.checks.log_tracebacks([*cluster.workdir.glob("*.log"), *cluster.workdir.glob("container-*/*.log")])
@@ -417,7 +492,9 @@ class Run:
         counts, checks = self.counts, self.checks
         return {"seed": args.seed, "runs": args.runs, "rate": args.rate, "fifo_rate": args.fifo_rate,
                 "fifo_groups": args.fifo_groups, "disk_mb": args.disk_mb, "stopped": self.stopped or None,
+                "backlog_every": args.backlog_every, "backlog": args.backlog,
                 "rounds_done": len(self.rounds), "acknowledged": len(counts.acked), "lost": len(counts.lost),
+                "lag_left": self.lag_left, "not_level": sum(1 for r in self.rounds if not r.get("level", True)),
                 "duplicated": counts.duplicates, "reordered": counts.reorders(), "rollbacks": checks.rollbacks,
                 "violations": checks.violations, "queues_checked": len(checks.offsets),
                 "epochs_checked": checks.epoch_entries, "masters_per_epoch_checked": len(checks.masters),
@@ -454,14 +531,15 @@ def main() -> int:
         if sandbox is not None:
             sandbox.close()
     summary = run.summary(args)
-    plot(out / "chaos.png", run.producer, run.rounds, run.origin)
+    plot(out / "chaos.png", run.producer, run.consumers, run.rounds, run.origin)
     (out / "chaos.json").write_text(json.dumps(summary, indent=1, default=str))
     if args.json:
         print(json.dumps({k: v for k, v in summary.items() if k != "rounds"}, default=str))
     else:
         print_table(summary["faults"], run.checks)
         print(f"all: {summary['acknowledged']} acknowledged, {summary['lost']} lost, {summary['duplicated']} "
-              f"duplicated, {summary['reordered']} reordered; plot {out / 'chaos.png'}")
+              f"duplicated, {summary['reordered']} reordered; {summary['not_level']} rounds ended with the consumers "
+              f"not level; consumer-progress lag after the drain: {summary['lag_left']}; plot {out / 'chaos.png'}")
     if run.stopped:
         print(f"chaos: STOPPED {run.stopped}: the checks cover the rounds done; 'lost' counts what was not "
               f"consumed by the end of a shortened drain", file=sys.stderr)

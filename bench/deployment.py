@@ -5,6 +5,8 @@ then each ``conf/<name>/container-N.toml`` from ``workdir`` (the configs' relati
 land there), waits for each process's ready line, and gives the client endpoints the README
 names.  The ports are the shipped ones (9876, 8081, 8082, ...): one deployment at a time.
 Benchmarks use this so that their figures are the deployments users run, not look-alikes.
+``overrides`` adds container-level keys to every container file (copies under ``workdir``),
+for a benchmark that compares a setting against the shipped default.
 """
 from __future__ import annotations
 
@@ -42,12 +44,13 @@ def _spawn(args: list[str], cwd: Path, log_path: Path, ready: bytes, timeout_s: 
 
 
 class Deployment:
-    def __init__(self, name: str, workdir: Path):
+    def __init__(self, name: str, workdir: Path, overrides: dict[str, object] | None = None):
         if name not in DEPLOYMENTS:
             raise ValueError(f"unknown deployment {name!r}; one of {', '.join(DEPLOYMENTS)}")
         self.name, self.workdir = name, Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.conf = ROOT / "conf" / name
+        self.overrides = dict(overrides or {})
         self.namesrv: subprocess.Popen | None = None
         self.containers: list[subprocess.Popen | None] = []
 
@@ -72,8 +75,19 @@ class Deployment:
 
     def start_container(self, index: int) -> None:
         config = (self.conf / DEPLOYMENTS[self.name][1][index]).resolve()
+        if self.overrides:
+            config = self._with_overrides(config)
         self.containers[index] = _spawn(["container", "-c", str(config)], self.workdir,
                                         self.workdir / f"container-{index + 1}.log", b"container ready")
+
+    def _with_overrides(self, config: Path) -> Path:
+        text = config.read_text()
+        head, marker, rest = text.partition("[[broker]]")
+        keys = "".join(f"{key} = {_toml(value)}\n" for key, value in self.overrides.items())
+        copy = self.workdir / "conf" / config.name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_text(head + keys + marker + rest)
+        return copy
 
     def kill_container(self, index: int) -> None:
         process = self.containers[index]
@@ -111,3 +125,9 @@ class Deployment:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+def _toml(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value) if isinstance(value, (int, float)) else '"' + str(value).replace('"', '\\"') + '"'

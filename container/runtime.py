@@ -47,7 +47,7 @@ from services.ha.service import HaListener, add_ha_service
 from services.messaging.config import MessagingConfig
 from services.messaging.backlog_probe import BacklogProbe, BacklogServicer
 from services.messaging.broker_port import Relays
-from services.messaging.server import add_broker_port, add_messaging_services, server_options
+from services.messaging.server import add_broker_port, add_messaging_services, broker_port_options, server_options
 from services.health import HealthService
 from services.request_guard import GuardedServer, RequestGuard
 
@@ -195,7 +195,7 @@ class BrokerContainer:
         port = hosted.spec.broker.listen_port
         if not port or hosted.name in self._broker_servers:
             return
-        server = grpc.aio.server(options=server_options(self.messaging))
+        server = grpc.aio.server(options=broker_port_options(self.messaging))
         add_broker_port(server, hosted.replica, self.directory.pinned(hosted.name), self.messaging, self.clock,
                         self.directory.registry, self._relays, accounts=self.accounts, guard=self.guard,
                         acting=lambda: hosted.broker.is_acting)

@@ -23,6 +23,13 @@ MESSAGES_SENT = Counter("relaymq_messages_sent", "Messages accepted by SendMessa
 MESSAGES_RECEIVED = Counter("relaymq_messages_received", "Messages delivered by ReceiveMessage", ["broker", "topic"], registry=REGISTRY)
 MESSAGES_ACKED = Counter("relaymq_messages_acked", "Messages acknowledged", ["broker", "topic"], registry=REGISTRY)
 RPC_LATENCY = Histogram("relaymq_rpc_latency_seconds", "Client RPC latency by method", ["method"], buckets=_LATENCY_BUCKETS, registry=REGISTRY)
+RELAYED_CALLS = Counter("relaymq_relayed_calls", "Client calls a broker's own endpoint relayed to its group's master "
+                        "in another container", ["broker", "method"], registry=REGISTRY)
+BACKLOG_PROBES = Counter("relaymq_backlog_probes", "Backlog questions this container asked other brokers while "
+                         "receives waited here (one per broker and round)", ["broker"], registry=REGISTRY)
+RECEIVES_SENT_ELSEWHERE = Counter("relaymq_receives_sent_elsewhere", "Receives that found nothing here and ended their "
+                                  "long poll at once because another broker of the topic held messages for the group",
+                                  ["broker"], registry=REGISTRY)
 RPC_ERRORS = Counter("relaymq_rpc_errors", "Client RPCs answered with a non-OK status", ["method", "code"], registry=REGISTRY)
 STORE_SIZE = Gauge("relaymq_store_size_bytes", "Bytes on disk of a broker's store", ["broker"], registry=REGISTRY)
 CONSUMER_LAG = Gauge("relaymq_consumer_lag_messages", "Messages not yet acked by a group", ["broker", "group", "topic"], registry=REGISTRY)

@@ -30,6 +30,7 @@ from metadata.route_types import TopicRoute
 from proto import backlog_pb2 as pb
 from proto import backlog_pb2_grpc as pb_grpc
 from scheduler.pop.backlog_board import BacklogBoard, BoardSettings, Key
+from services import metrics
 
 log = logging.getLogger(__name__)
 ROUTE_TTL_MS = 2_000
@@ -64,7 +65,11 @@ class BacklogProbe:
 
     # ---- the pop service's side (BacklogHint) -------------------------------------------------
     def elsewhere(self, topic: str, group: str, here: str) -> bool:
-        return self.board.elsewhere((topic, group), here, self.clock.monotonic_ms())
+        """Asked by a receive that found nothing here: True ends its long poll (counted)."""
+        if self.board.elsewhere((topic, group), here, self.clock.monotonic_ms()):
+            metrics.labelled(metrics.RECEIVES_SENT_ELSEWHERE, here).inc()
+            return True
+        return False
 
     def waiting(self, topic: str, group: str, here: str, change: int) -> None:
         self.board.waiting((topic, group), here, change)
@@ -150,6 +155,7 @@ class BacklogProbe:
         local = self._local.serving_pop(broker_name)
         if local is not None:
             return [local.receivable(group, topic, RECEIVABLE_LIMIT) for topic, group in keys]
+        metrics.labelled(metrics.BACKLOG_PROBES, broker_name).inc()
         counts: list[int] = []
         for start in range(0, len(keys), MAX_KEYS_PER_CALL):
             chunk = keys[start:start + MAX_KEYS_PER_CALL]

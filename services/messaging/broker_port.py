@@ -33,6 +33,8 @@ from typing import Callable
 
 import grpc
 
+from services import metrics
+
 log = logging.getLogger(__name__)
 LOCAL = "local"
 # a relay ends this much before its caller's deadline, so that its DEADLINE_EXCEEDED reaches the
@@ -97,6 +99,10 @@ class BrokerPortHandler(grpc.GenericRpcHandler):
             return grpc.unary_stream_rpc_method_handler(self._stream(method, handler))
         return grpc.unary_unary_rpc_method_handler(self._unary(method, handler))
 
+    def _relaying(self, method: str, where: str) -> str:
+        metrics.labelled(metrics.RELAYED_CALLS, self.replica.name, method.rsplit("/", 1)[-1]).inc()
+        return where
+
     async def target(self, context) -> str:
         """LOCAL, or the endpoint to relay to; waits (bounded) while there is neither."""
         remaining = context.time_remaining()
@@ -122,7 +128,7 @@ class BrokerPortHandler(grpc.GenericRpcHandler):
             if where == LOCAL:
                 response = await handler.unary_unary(_parsed(handler, raw), context)
                 return handler.response_serializer(response)
-            relayed = await self._relay_unless_promoted(method, where, raw, context)
+            relayed = await self._relay_unless_promoted(method, self._relaying(method, where), raw, context)
             if relayed is not None:
                 return relayed
             response = await handler.unary_unary(_parsed(handler, raw), context)
@@ -162,7 +168,7 @@ class BrokerPortHandler(grpc.GenericRpcHandler):
                 async for response in handler.unary_stream(_parsed(handler, raw), context):
                     yield handler.response_serializer(response)
                 return
-            call = self.relays.channel(where).unary_stream(method)(
+            call = self.relays.channel(self._relaying(method, where)).unary_stream(method)(
                 raw, metadata=relayed_metadata(context), timeout=relay_timeout(context))
             try:
                 async for chunk in call:
@@ -180,7 +186,7 @@ class BrokerPortHandler(grpc.GenericRpcHandler):
                 async for response in handler.stream_stream(parsed, context):
                     yield handler.response_serializer(response)
                 return
-            call = self.relays.channel(where).stream_stream(method)(
+            call = self.relays.channel(self._relaying(method, where)).stream_stream(method)(
                 request_iterator, metadata=relayed_metadata(context), timeout=relay_timeout(context))
             try:
                 async for chunk in call:

@@ -90,9 +90,23 @@ class MessagingConfig:
                                                 doc="a call on a broker's own endpoint (listenPort) while its group has "
                                                     "no master in reach waits this long at most (never past the "
                                                     "caller's deadline) for a master to serve or relay to")
+    broker_endpoint_max_connection_age_ms: int = config_field(
+        "brokerEndpointMaxConnectionAgeMillis", 20_000, unit="ms", minimum=0, maximum=86_400_000,
+        doc="a client connection to a broker's own endpoint (listenPort) is ended (HTTP/2 GOAWAY, the client "
+            "reconnects at once) after this long, so that clients that moved to another replica's endpoint "
+            "during a failover come back to the master's own and stop being relayed (0: never)")
+    broker_endpoint_max_connection_age_grace_ms: int = config_field(
+        "brokerEndpointMaxConnectionAgeGraceMillis", 30_000, unit="ms", minimum=0, maximum=86_400_000,
+        doc="calls in flight on such a connection may still finish within this (longer than the longest long poll)")
 
     def __post_init__(self) -> None:
         if self.backlog_probe_interval_ms and self.backlog_fresh_ms < self.backlog_probe_interval_ms:
             raise ConfigError("messaging config", "receiveBacklogFreshMillis",
                               f"{self.backlog_fresh_ms} is shorter than receiveBacklogProbeIntervalMillis "
                               f"{self.backlog_probe_interval_ms}: every answer would be stale before the next one")
+        if self.broker_endpoint_max_connection_age_ms and \
+                self.broker_endpoint_max_connection_age_grace_ms < self.max_long_polling_ms:
+            raise ConfigError("messaging config", "brokerEndpointMaxConnectionAgeGraceMillis",
+                              f"{self.broker_endpoint_max_connection_age_grace_ms} is shorter than "
+                              f"grpcClientConsumerMaxLongPollingTimeoutMillis {self.max_long_polling_ms}: a long "
+                              "poll on an aged connection would be cut")

@@ -43,6 +43,21 @@ def server_options(config: MessagingConfig) -> list[tuple[str, int]]:
     ]
 
 
+def broker_port_options(config: MessagingConfig) -> list[tuple[str, int]]:
+    """A broker's own endpoint also ends each client connection after
+    ``brokerEndpointMaxConnectionAgeMillis`` (HTTP/2 GOAWAY; calls in flight finish within the
+    grace).  Why (issue 23, bench/chaos.py): the official clients keep one connection over
+    all of a group's replica endpoints (gRPC's pick_first) and stay on whichever answered
+    when the master failed, so after the master came back every call was relayed by the
+    other replica for good, doubling the gRPC work of both containers; a client that
+    reconnects tries the lowest address first, the group's preferred master."""
+    options = server_options(config)
+    if config.broker_endpoint_max_connection_age_ms:
+        options += [("grpc.max_connection_age_ms", config.broker_endpoint_max_connection_age_ms),
+                    ("grpc.max_connection_age_grace_ms", config.broker_endpoint_max_connection_age_grace_ms)]
+    return options
+
+
 async def _empty_export(request: bytes, context) -> bytes:
     return b""  # an empty ExportMetricsServiceResponse
 

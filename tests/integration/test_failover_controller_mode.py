@@ -24,8 +24,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.conformance]
 
 def start_load(cluster: ControllerModeCluster, logs: Path) -> tuple[Client, list[Client]]:
     endpoint = cluster.endpoint(1)
-    producer = Client("produce", "--endpoint", endpoint, "--topic", "normal", "--fifo-topic", "fifo", "--rate", "40",
-                      "--fifo-rate", "40", "--groups", "2", "--seconds", "600", log_path=logs / "producer.log")
+    producer = Client("produce", "--endpoint", endpoint, "--topic", "normal", "--fifo-topic", "fifo", "--rate", "200",
+                      "--fifo-rate", "12.5", "--groups", "8", "--seconds", "600", log_path=logs / "producer.log")
     consumers = [Client("consume", "--endpoint", endpoint, "--topic", "normal", "--group", "normal-group",
                         "--seconds", "600", log_path=logs / "consumer-normal.log"),
                  Client("consume", "--endpoint", endpoint, "--fifo-topic", "fifo", "--group", "fifo-group",
@@ -191,3 +191,59 @@ def test_elect_master_moves_who_serves(cluster, tmp_path):
     counts = finish(cluster, producer, consumers)
     assert counts.lost == set(), f"{len(counts.lost)} acknowledged messages never consumed"
     assert counts.reorders() == 0
+
+
+def _relayed(port: int) -> float:
+    """relaymq_relayed_calls_total of the container whose metrics listen on ``port``."""
+    import re
+    import urllib.request
+
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    return sum(float(m.group(1)) for m in re.finditer(r"relaymq_relayed_calls_total\{[^}]*\} (\S+)", text))
+
+
+def test_after_a_failback_clients_come_back_to_the_masters_own_endpoint(tmp_path):
+    """The official clients keep one connection over a group's replica endpoints; after a kill
+    of broker-a's master they moved to the other replica's endpoint, and once the old master
+    was elected back every call was relayed by that replica for good.  A broker endpoint now
+    ends client connections after brokerEndpointMaxConnectionAgeMillis (GOAWAY): the clients
+    reconnect to the lowest address, the master's own, and the relaying stops."""
+    from tests.support.container_process import free_ports
+
+    metrics = free_ports(2)
+    keys = [{"metricsPromExporterPort": port, "brokerEndpointMaxConnectionAgeMillis": 2000} for port in metrics]
+    cluster = ControllerModeCluster(tmp_path, container_keys=keys).start()
+    try:
+        cluster.create_load_topics()
+        producer, consumers = start_load(cluster, tmp_path)
+        wait_for(lambda: acked_after(producer, 0) > 200, 30, "the load runs")
+        cluster.kill(0)
+        wait_for(lambda: cluster.master_container("broker-a") == 1, 10, "container 2 becomes broker-a's master")
+        cluster.restart_container(0)
+        wait_for(lambda: len((cluster.view("broker-a") or _NO_VIEW).sync_state_set) == 2, 30, "the old master rejoins in sync")
+        view = cluster.view("broker-a")
+        back = next(i for i, address in view.members.items() if address.endswith(f":{cluster.containers[0].admin_port}"))
+        elected = cluster.containers[1].admin("elect-master", "--controller", cluster.controller_addr, "--broker",
+                                              "broker-a", "--broker-id", str(back))
+        assert elected.returncode == 0, elected.stdout + elected.stderr
+        wait_for(lambda: cluster.master_container("broker-a") == 0, 10, "broker-a's master is back in container 1")
+        wait_for(lambda: _relayed(metrics[1]) > 0, 10, "container 2 relays broker-a's calls at first")
+
+        def relaying_stopped() -> bool:
+            before = _relayed(metrics[1])
+            time.sleep(1.0)
+            return _relayed(metrics[1]) == before
+        wait_for(relaying_stopped, 30, "the clients come back to broker-a's own endpoint: no call relayed for 1 s")
+        assert acked_after(producer, time.monotonic() - 1.0) > 50  # while the load goes on
+        counts = finish(cluster, producer, consumers)
+        assert counts.lost == set(), f"{len(counts.lost)} acknowledged messages never consumed"
+        assert counts.reorders() == 0
+    finally:
+        cluster.close()
+
+
+class _NoView:
+    sync_state_set = ()
+
+
+_NO_VIEW = _NoView()

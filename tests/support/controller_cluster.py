@@ -54,8 +54,9 @@ class Loopback:
 
 class ControllerModeCluster:
     def __init__(self, workdir: Path, controllers: int = 1, heartbeat_timeout_ms: int = 1500,
-                 broker_keys: dict | None = None, network=None):
-        """``network``: hosts and launch prefixes (``Loopback`` by default)."""
+                 broker_keys: dict | None = None, network=None, container_keys: list[dict] | None = None):
+        """``network``: hosts and launch prefixes (``Loopback`` by default); ``container_keys``:
+        container-level keys per container (index 0 and 1)."""
         self.network = network or Loopback()
         self.host = self.network.host_ip
         self.workdir = Path(workdir)
@@ -63,6 +64,7 @@ class ControllerModeCluster:
         self.controller_count = controllers
         self.heartbeat_timeout_ms = heartbeat_timeout_ms
         self.broker_keys = broker_keys or {}
+        self.container_keys = container_keys or [{}, {}]
         self.namesrv_port, *self.controller_ports = free_ports(1 + (controllers if controllers > 1 else 0))
         if controllers == 1:
             self.controller_ports = [self.namesrv_port]
@@ -117,7 +119,7 @@ class ControllerModeCluster:
             container = ContainerProcess(self.workdir / f"container-{index + 1}",
                                          brokers=[self._broker(index, name) for name in BROKERS],
                                          embedded_namesrv=False, namesrv_port=self.namesrv_port,
-                                         extra={"brokerHeartbeatInterval": 200},
+                                         extra={"brokerHeartbeatInterval": 200, **self.container_keys[index]},
                                          host=self.network.container_ip(index), namesrv_host=self.host)
             self.containers.append(container)
         for container in self.containers:  # started together: priorities pick the first masters

@@ -51,6 +51,11 @@ class Client:
         with self._lock:
             return list(self.events)
 
+    def since(self, index: int) -> list[dict]:
+        """The events from ``index`` on (a long run's checks read only what is new)."""
+        with self._lock:
+            return self.events[index:]
+
     def started(self) -> bool:
         return any(e["event"] == "started" for e in self.snapshot())
 
@@ -107,6 +112,35 @@ class Counts:
                 late += 1
             highest[group] = max(highest[group], int(seq))
         return late
+
+
+class Backlog:
+    """Acknowledged messages not consumed yet, followed event by event (O(1) each), so a long
+    run can ask every fraction of a second how far its consumers are behind."""
+
+    def __init__(self, producers: list[Client], consumers: list[Client]):
+        self._sources = [(client, "ack") for client in producers] + [(client, "recv") for client in consumers]
+        self._read = [0] * len(self._sources)
+        self.pending: set[str] = set()
+        self.consumed: set[str] = set()
+        self.acked = 0
+
+    def unconsumed(self) -> int:
+        for index, (client, kind) in enumerate(self._sources):
+            new = client.since(self._read[index])
+            self._read[index] += len(new)
+            for event in new:
+                if event["event"] != kind:
+                    continue
+                body = event["body"]
+                if kind == "ack":
+                    self.acked += 1
+                    if body not in self.consumed:
+                        self.pending.add(body)
+                else:
+                    self.consumed.add(body)
+                    self.pending.discard(body)
+        return len(self.pending)
 
 
 def count(producers: list[Client], consumers: list[Client]) -> Counts:

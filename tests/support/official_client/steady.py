@@ -9,7 +9,9 @@ every message (a batch's acks in parallel, ``--ack-threads``).  Bodies are ``kin
 every event is one ``@@{json}`` line with
 ``t`` = time.monotonic() (CLOCK_MONOTONIC, shared by the processes of one machine).
 The client keeps its default settings: request timeout 3 s, its own retries.  Imports only
-the official client and the standard library; stops on SIGTERM or after ``--seconds``.
+the official client and the standard library; stops on SIGTERM or after ``--seconds``.  A
+consumer pauses on SIGUSR1 (it acks what it holds and receives nothing more) and resumes on
+SIGUSR2, as an application whose downstream stalls: a backlog builds meanwhile.
 """
 from __future__ import annotations
 
@@ -25,6 +27,8 @@ from rocketmq import ClientConfiguration, Credentials, FilterExpression, Message
 
 _OUT = threading.Lock()
 STOP = threading.Event()
+RUNNING = threading.Event()  # a consumer receives only while set (SIGUSR1 clears it, SIGUSR2 sets it)
+RUNNING.set()
 
 
 def emit(event: str, **fields) -> None:
@@ -74,7 +78,9 @@ def normal_loop(producer: Producer, args) -> None:
 
 
 def fifo_loop(producer: Producer, args, group: str) -> None:
-    seq = 0
+    """One message group: each message sent once the one before is acknowledged, started on a
+    schedule of ``--fifo-rate`` a second (a late one goes at once; a stall is not made up in a burst)."""
+    seq, next_at = 0, time.monotonic()
     while not STOP.is_set():
         seq += 1
         body = f"fifo:{group}:{seq}"
@@ -90,7 +96,8 @@ def fifo_loop(producer: Producer, args, group: str) -> None:
                  queue=str(receipt.message_queue) if receipt.message_queue else "")
             break
         if args.fifo_rate:
-            STOP.wait(1.0 / args.fifo_rate)
+            next_at = max(next_at + 1.0 / args.fifo_rate, time.monotonic() - 1.0)
+            STOP.wait(max(0.0, next_at - time.monotonic()))
 
 
 def produce(args) -> int:
@@ -130,6 +137,13 @@ def consume(args) -> int:
     acks = ThreadPoolExecutor(max_workers=args.ack_threads)
     emit("started", role="consumer")
     while not STOP.is_set():
+        if not RUNNING.is_set():
+            emit("paused")
+            while not STOP.is_set() and not RUNNING.wait(0.2):
+                pass
+            emit("resumed")
+            continue
+        began = time.monotonic()
         try:
             messages = consumer.receive(32, args.invisible_s) or []
         except Exception as failure:  # noqa: BLE001 - a consumer keeps polling
@@ -141,7 +155,10 @@ def consume(args) -> int:
                  id=received.message_id)
         # a batch's acks at once, as an application processing messages in parallel would: one at a
         # time, each ack's wait for its pop record's replication bounded the consumer below the load
+        received_at = time.monotonic()
         list(acks.map(lambda received: ack(consumer, received), messages))
+        emit("batch", n=len(messages), receive_ms=round(1000 * (received_at - began), 1),
+             ack_ms=round(1000 * (time.monotonic() - received_at), 1))
     acks.shutdown()
     consumer.shutdown()
     emit("stopped", role="consumer")
@@ -169,6 +186,8 @@ def main() -> int:
     if args.ack_threads < 1:
         parser.error("--ack-threads must be at least 1")
     signal.signal(signal.SIGTERM, lambda *_: STOP.set())
+    signal.signal(signal.SIGUSR1, lambda *_: RUNNING.clear())
+    signal.signal(signal.SIGUSR2, lambda *_: RUNNING.set())
     return produce(args) if args.mode == "produce" else consume(args)
 
 

@@ -1,0 +1,157 @@
+"""A receive's long poll on a real broker and store: when it ends early, and what wakes it.
+
+- A SimpleConsumer's receive (``yields_to_backlog_elsewhere``) that finds nothing ends at once
+  while another broker holds messages for its group (the container's backlog hint), counts
+  itself in the hint's waiters while it waits, and ends when the hint learns of such a backlog.
+- A FIFO receive waiting on a locked queue goes on as soon as the batch is acked whole, or
+  when its invisibility ends, instead of sleeping out its long poll.
+- ``PopService.receivable``: what a probe from another broker is told.
+Time is a ManualClock; the long polls' waits are real (short) ones.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+
+from metadata.message import MessageType
+from metadata.subscription_group import SubscriptionGroupConfig
+from services.broker.api import FilterExpression, ReceiveRequest
+from tests.scenario.test_broker_flows import Harness, _with_topic, run
+
+LONG_POLL_MS = 10_000
+
+
+class Hint:
+    """The container's backlog hint as a receive sees it (services.messaging.backlog_probe)."""
+
+    def __init__(self):
+        self.backlog_elsewhere = False
+        self.waiting_changes: list[tuple[str, str, str, int]] = []
+
+    def elsewhere(self, topic, group, here):
+        return self.backlog_elsewhere
+
+    def waiting(self, topic, group, here, change):
+        self.waiting_changes.append((topic, group, here, change))
+
+
+def request(harness: Harness, group="G", topic="T", yields=True, batch=32, invisible_ms=30_000, long_poll_ms=LONG_POLL_MS):
+    return ReceiveRequest("c", group, topic, -1, FilterExpression(), batch, invisible_ms, False, long_poll_ms,
+                          harness.clock.monotonic_ms() + long_poll_ms, yields_to_backlog_elsewhere=yields)
+
+
+def test_a_simple_consumers_receive_ends_at_once_while_another_broker_holds_its_backlog(tmp_path):
+    async def scenario():
+        harness = Harness(tmp_path)
+        broker = await _with_topic(harness)
+        hint = broker.pop.backlog_hint = Hint()
+        hint.backlog_elsewhere = True
+        began = time.monotonic()
+        assert await broker.receive(request(harness)) == []
+        assert time.monotonic() - began < LONG_POLL_MS / 1000 / 2  # ended, not waited out
+        assert hint.waiting_changes == []  # it never waited
+        await harness.send("T", b"here")  # what is here is delivered first, whatever is elsewhere
+        assert [d.message.body for d in await broker.receive(request(harness))] == [b"here"]
+        await harness.stop()
+    run(scenario())
+
+
+def test_a_waiting_receive_counts_itself_in_and_ends_when_a_backlog_elsewhere_is_learnt(tmp_path):
+    async def scenario():
+        harness = Harness(tmp_path)
+        broker = await _with_topic(harness)
+        hint = broker.pop.backlog_hint = Hint()
+        waiting = asyncio.ensure_future(broker.receive(request(harness)))
+        await asyncio.sleep(0.05)
+        assert not waiting.done()
+        assert hint.waiting_changes == [("T", "G", broker.name, +1)]
+        hint.backlog_elsewhere = True
+        broker.notifier.wake_topic("T")  # what the probe does when its answer names another broker
+        assert await asyncio.wait_for(waiting, 5) == []
+        assert hint.waiting_changes == [("T", "G", broker.name, +1), ("T", "G", broker.name, -1)]
+        await harness.stop()
+    run(scenario())
+
+
+def test_a_push_consumers_receive_never_yields(tmp_path):
+    """auto_renew receives (PushConsumer) poll every broker in their own loops: never sent away."""
+    async def scenario():
+        harness = Harness(tmp_path)
+        broker = await _with_topic(harness)
+        hint = broker.pop.backlog_hint = Hint()
+        hint.backlog_elsewhere = True
+        waiting = asyncio.ensure_future(broker.receive(request(harness, yields=False)))
+        await asyncio.sleep(0.05)
+        assert not waiting.done() and hint.waiting_changes == []
+        await harness.send("T", b"late")
+        assert [d.message.body for d in await asyncio.wait_for(waiting, 5)] == [b"late"]
+        await harness.stop()
+    run(scenario())
+
+
+async def _fifo(harness: Harness, count: int):
+    broker = await _with_topic(harness, kind="FIFO", queues=1)
+    await broker.upsert_group(SubscriptionGroupConfig("G", consume_message_orderly=True))
+    for index in range(count):
+        await harness.send("T", str(index).encode(), kind=MessageType.FIFO, group="order-1")
+    return broker
+
+
+def test_a_receive_waiting_on_a_locked_fifo_queue_goes_on_when_the_batch_is_acked_whole(tmp_path):
+    async def scenario():
+        harness = Harness(tmp_path)
+        broker = await _fifo(harness, 6)
+        first = await broker.receive(request(harness, batch=3, yields=False))
+        assert [d.message.body for d in first] == [b"0", b"1", b"2"]
+        waiting = asyncio.ensure_future(broker.receive(request(harness, yields=False)))
+        for delivery in first[:2]:
+            await broker.ack("G", "T", "", delivery.receipt_handle)
+        await asyncio.sleep(0.05)
+        assert not waiting.done()  # message 2 still holds the queue
+        await broker.ack("G", "T", "", first[2].receipt_handle)
+        assert [d.message.body for d in await asyncio.wait_for(waiting, 5)] == [b"3", b"4", b"5"]
+        await harness.stop()
+    run(scenario())
+
+
+def test_a_receive_waiting_on_a_locked_fifo_queue_takes_the_batch_back_when_its_invisibility_ends(tmp_path):
+    async def scenario():
+        harness = Harness(tmp_path)
+        broker = await _fifo(harness, 2)
+        first = await broker.receive(request(harness, invisible_ms=300, yields=False))
+        assert len(first) == 2
+        waiting = asyncio.ensure_future(broker.receive(request(harness, yields=False)))
+        await asyncio.sleep(0.05)
+        assert not waiting.done()
+        harness.clock.advance(300)  # the batch is visible again; the wait ends at its redelivery time
+        again = await asyncio.wait_for(waiting, 5)
+        assert [(d.message.body, d.delivery_attempt) for d in again] == [(b"0", 2), (b"1", 2)]
+        await harness.stop()
+    run(scenario())
+
+
+def test_receivable_is_what_a_receive_of_the_group_could_take_now(tmp_path):
+    async def scenario():
+        harness = Harness(tmp_path)
+        broker = await _with_topic(harness, queues=2)
+        pop = broker.pop
+        assert pop.receivable("G", "T", 100) == 0 and pop.receivable("G", "nope", 100) == 0
+        for index in range(5):
+            await harness.send("T", str(index).encode())
+        assert pop.receivable("G", "T", 100) == 5 and pop.receivable("G", "T", 3) == 3
+        taken = await broker.receive(request(harness, batch=2, yields=False))
+        assert pop.receivable("G", "T", 100) == 3 and pop.receivable("other", "T", 100) == 5
+        for delivery in taken:
+            await broker.ack("G", "T", "", delivery.receipt_handle)
+        assert pop.receivable("G", "T", 100) == 3
+        await harness.stop()
+
+        harness = Harness(tmp_path / "fifo")
+        broker = await _fifo(harness, 4)
+        assert broker.pop.receivable("G", "T", 100) == 4
+        await broker.receive(request(harness, batch=2, invisible_ms=500, yields=False))
+        assert broker.pop.receivable("G", "T", 100) == 0  # locked: nothing until the batch is acked or visible
+        harness.clock.advance(500)
+        assert broker.pop.receivable("G", "T", 100) == 2  # the batch, visible again
+        await harness.stop()
+    run(scenario())

@@ -2,8 +2,9 @@
 
 On the deployment exactly as shipped (bench/deployment.py: the nameserver with the embedded
 controller, two containers, SYNC_FLUSH, allAckInSyncStateSet), for NORMAL messages (topic on
-both broker groups) and then FIFO messages (8 message groups, each sent one at a time, topic
-on both groups), it runs the official client's steady load (tests/support/official_client/
+both broker groups), FIFO messages (8 message groups, each sent one at a time, topic on both
+groups) and the two mixed as bench/chaos.py mixes them (two thirds NORMAL, one third FIFO,
+one consumer each), it runs the official client's steady load (tests/support/official_client/
 steady.py: a producer and ``--consumers`` SimpleConsumers acking each batch in parallel) at a
 rate for ``--step-s`` seconds and calls the rate sustained when
 - at least 95% of the target was acknowledged, and
@@ -12,7 +13,7 @@ rate for ``--step-s`` seconds and calls the rate sustained when
 Rates double from ``--start`` until one is not sustained, then a bisection (``--refine``
 steps) between the last sustained and the first not.  1 KiB messages.
 
-    .venv/bin/python bench/bench_load.py                 # NORMAL and FIFO
+    .venv/bin/python bench/bench_load.py                 # NORMAL, FIFO and mixed
     .venv/bin/python bench/bench_load.py --kinds normal --step-s 30
 
 It prints every step (target, acknowledged/s, consumed/s, lag at mid and end) and the
@@ -47,14 +48,18 @@ def prepare(deployment: Deployment) -> None:
 def step(deployment: Deployment, kind: str, rate: int, args, logs: Path) -> dict:
     """One rate for ``args.step_s``: what was acknowledged and consumed, and the lag."""
     endpoint = deployment.endpoints[-1]
-    if kind == "normal":
-        sending = ["--topic", "load-normal", "--rate", str(rate)]
-        receiving = ["--topic", "load-normal", "--group", "load-normal-group"]
-    else:
-        sending = ["--fifo-topic", "load-fifo", "--groups", str(FIFO_GROUPS), "--fifo-rate", str(rate / FIFO_GROUPS)]
-        receiving = ["--fifo-topic", "load-fifo", "--group", "load-fifo-group"]
-    consumers = [Client("consume", "--endpoint", endpoint, *receiving, "--seconds", "100000",
-                        log_path=logs / f"{kind}-{rate}-consumer-{i}.log") for i in range(args.consumers)]
+    normal = {"normal": rate, "fifo": 0, "mixed": round(rate * 2 / 3)}[kind]
+    fifo = rate - normal
+    sending, receiving = [], []
+    if normal:
+        sending += ["--topic", "load-normal", "--rate", str(normal)]
+        receiving.append(["--topic", "load-normal", "--group", "load-normal-group"])
+    if fifo:
+        sending += ["--fifo-topic", "load-fifo", "--groups", str(FIFO_GROUPS), "--fifo-rate", str(fifo / FIFO_GROUPS)]
+        receiving.append(["--fifo-topic", "load-fifo", "--group", "load-fifo-group"])
+    consumers = [Client("consume", "--endpoint", endpoint, *receive, "--seconds", "100000",
+                        log_path=logs / f"{kind}-{rate}-consumer-{i}-{j}.log")
+                 for i in range(args.consumers) for j, receive in enumerate(receiving)]
     wait_started(*consumers, timeout_s=60)
     producer = Client("produce", "--endpoint", endpoint, *sending, "--seconds", str(args.step_s),
                       log_path=logs / f"{kind}-{rate}-producer.log")
@@ -98,17 +103,17 @@ def search(deployment: Deployment, kind: str, args, logs: Path) -> tuple[int, li
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--kinds", default="normal,fifo")
+    parser.add_argument("--kinds", default="normal,fifo,mixed")
     parser.add_argument("--start", type=int, default=100, help="first rate tried (msg/s)")
     parser.add_argument("--max-rate", type=int, default=20_000)
     parser.add_argument("--step-s", type=float, default=20.0)
     parser.add_argument("--refine", type=int, default=3, help="bisection steps after the first rate not sustained")
-    parser.add_argument("--consumers", type=int, default=1, help="SimpleConsumer processes")
+    parser.add_argument("--consumers", type=int, default=1, help="SimpleConsumer processes per consumer group")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     kinds = [k for k in args.kinds.split(",") if k]
-    if not kinds or set(kinds) - {"normal", "fifo"}:
-        parser.error("--kinds takes normal and/or fifo")
+    if not kinds or set(kinds) - {"normal", "fifo", "mixed"}:
+        parser.error("--kinds takes normal, fifo and/or mixed")
     if args.start < 1 or args.step_s < 4 or args.consumers < 1 or args.refine < 0:
         parser.error("--start and --consumers must be positive, --step-s at least 4, --refine at least 0")
     work = Path(tempfile.mkdtemp(prefix="bench-load-"))

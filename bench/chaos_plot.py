@@ -56,21 +56,27 @@ def plot(path: Path, producer: Client, consumers: list[Client], rounds: list[dic
     for round_ in rounds:
         color = colors.setdefault(round_["kind"], palette(len(colors) % 20))
         rate.axvspan(round_["start"] - origin, round_["healed"] - origin, color=color, alpha=0.25, linewidth=0)
+        if round_.get("held_at") is not None:  # the producer held on purpose: no outage
+            rate.axvspan(round_["held_at"] - origin, round_["held_at"] + round_["held_s"] - origin, color="grey",
+                         alpha=0.3, linewidth=0)
     for kind, color in colors.items():
         mine = [r for r in rounds if r["kind"] == kind and "longest_gap_s" in r]
         gaps.scatter([r["start"] - origin for r in mine], [r["longest_gap_s"] for r in mine], s=12, color=color,
                      label=f"{kind} (max {max((r['longest_gap_s'] for r in mine), default=0):.1f} s)")
     rate.set_ylabel("acknowledged sends / s")
     rate.set_title(f"RelayMQ chaos: {len(rounds)} rounds; throughput (1 s bins, clipped at 1.6x the 95th "
-                   f"percentile) with each fault shaded while held")
+                   f"percentile) with each fault shaded while held, the producer's holds in grey")
     gaps.set_ylabel("longest gap in the round (s)")
     lags = lag_series(producer, consumers, origin)
     lag.fill_between(range(len(lags)), lags, step="post", color="tab:orange")
     for round_ in rounds:
         if round_.get("backlog") is not None:
             lag.axvline(round_["start"] - origin, color="tab:red", linewidth=0.6, alpha=0.6)
+        if round_.get("held_at") is not None:
+            lag.axvspan(round_["held_at"] - origin, round_["held_at"] + round_["held_s"] - origin, color="grey",
+                        alpha=0.3, linewidth=0)
     lag.set_ylabel("unconsumed (acked,\nnot yet received)")
-    lag.set_xlabel("seconds (red lines: backlog rounds start)")
+    lag.set_xlabel("seconds (red lines: backlog rounds start; grey: producer held until the consumers were level)")
     gaps.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
     figure.tight_layout()
     figure.savefig(path, dpi=110)

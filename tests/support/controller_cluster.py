@@ -217,9 +217,15 @@ class ControllerModeCluster:
                      ("update-topic", "--topic", "fifo", "--type", "FIFO", "--queues", "2", "-b", "broker-a"),
                      ("update-group", "--group", "normal-group"),
                      ("update-group", "--group", "fifo-group", "--fifo")):
-            deadline = time.monotonic() + timeout_s
-            while (done := self.admin(*args, check=False)).returncode != 0 and time.monotonic() < deadline:
-                if "BROKER_IS_SLAVE" not in done.stderr and "no master registered" not in done.stderr:
-                    break
-                time.sleep(0.2)
-            assert done.returncode == 0, (args, done.stdout, done.stderr)
+            self.admin_when_registered(*args, timeout_s=timeout_s)
+
+    def admin_when_registered(self, *args: str, timeout_s: float = 30.0) -> subprocess.CompletedProcess:
+        """An admin change, asked again while the nameserver still names a replica that is no
+        longer (or not yet) master: the controller elected the masters, registrations follow."""
+        deadline = time.monotonic() + timeout_s
+        while (done := self.admin(*args, check=False)).returncode != 0 and time.monotonic() < deadline:
+            if "BROKER_IS_SLAVE" not in done.stderr and "no master registered" not in done.stderr:
+                break
+            time.sleep(0.2)
+        assert done.returncode == 0, (args, done.stdout, done.stderr)
+        return done

@@ -102,12 +102,14 @@ def drain_one(args, group: str, topic: str, state: dict) -> None:
         now = time.monotonic()
         if now - last_new >= args.idle_s or now - started >= args.max_s:
             break
+        began = time.monotonic()
         try:
             messages = consumer.receive(32, args.invisible_s) or []
         except Exception as failure:  # noqa: BLE001 - a consumer keeps polling
             emit("receive-fail", group=group, error=f"{type(failure).__name__}: {str(failure)[:200]}")
             STOP.wait(0.05)
             continue
+        emit("receive", group=group, n=len(messages), began=began)
         for received in messages:
             emit("recv", group=group, body=received.body.rstrip(b".").decode(), attempt=received.delivery_attempt,
                  id=received.message_id)

@@ -9,9 +9,11 @@ every message (a batch's acks in parallel, ``--ack-threads``).  Bodies are ``kin
 every event is one ``@@{json}`` line with
 ``t`` = time.monotonic() (CLOCK_MONOTONIC, shared by the processes of one machine).
 The client keeps its default settings: request timeout 3 s, its own retries.  Imports only
-the official client and the standard library; stops on SIGTERM or after ``--seconds``.  A
-consumer pauses on SIGUSR1 (it acks what it holds and receives nothing more) and resumes on
-SIGUSR2, as an application whose downstream stalls: a backlog builds meanwhile.
+the official client and the standard library; stops on SIGTERM or after ``--seconds``.  Either
+role pauses on SIGUSR1 and resumes on SIGUSR2: a consumer acks what it holds and receives
+nothing more (an application whose downstream stalls: a backlog builds meanwhile), a producer
+lets its sends in flight finish and sends nothing more (emitting ``held`` and ``released``),
+then resumes its schedule from the moment it is released (no burst).
 """
 from __future__ import annotations
 
@@ -27,8 +29,19 @@ from rocketmq import ClientConfiguration, Credentials, FilterExpression, Message
 
 _OUT = threading.Lock()
 STOP = threading.Event()
-RUNNING = threading.Event()  # a consumer receives only while set (SIGUSR1 clears it, SIGUSR2 sets it)
+RUNNING = threading.Event()  # receives and sends go on only while set (SIGUSR1 clears it, SIGUSR2 sets it)
 RUNNING.set()
+PAUSED = threading.Event()   # its opposite, for the thread that reports a producer's holds
+
+
+def pause(*_) -> None:
+    RUNNING.clear()
+    PAUSED.set()
+
+
+def resume(*_) -> None:
+    PAUSED.clear()
+    RUNNING.set()
 
 
 def emit(event: str, **fields) -> None:
@@ -47,10 +60,21 @@ def message(topic: str, body: str, size: int, group: str | None = None) -> Messa
     return m
 
 
+def held() -> bool:
+    """Wait while paused (SIGUSR1); True when it waited."""
+    if RUNNING.is_set():
+        return False
+    while not STOP.is_set() and not RUNNING.wait(0.2):
+        pass
+    return True
+
+
 def normal_loop(producer: Producer, args) -> None:
     slots = threading.BoundedSemaphore(args.in_flight)
     period, next_at, seq = 1.0 / args.rate, time.monotonic(), 0
     while not STOP.is_set():
+        if held():
+            next_at = time.monotonic()
         delay = next_at - time.monotonic()
         if delay > 0:
             STOP.wait(delay)
@@ -82,6 +106,8 @@ def fifo_loop(producer: Producer, args, group: str) -> None:
     schedule of ``--fifo-rate`` a second (a late one goes at once; a stall is not made up in a burst)."""
     seq, next_at = 0, time.monotonic()
     while not STOP.is_set():
+        if held():
+            next_at = time.monotonic()
         seq += 1
         body = f"fifo:{group}:{seq}"
         while not STOP.is_set():
@@ -100,11 +126,22 @@ def fifo_loop(producer: Producer, args, group: str) -> None:
             STOP.wait(max(0.0, next_at - time.monotonic()))
 
 
+def report_holds() -> None:
+    """A producer's ``held`` and ``released`` events, when a pause starts and ends."""
+    while not STOP.is_set():
+        if PAUSED.wait(0.5):
+            emit("held")
+            while not STOP.is_set() and not RUNNING.wait(0.2):
+                pass
+            emit("released")
+
+
 def produce(args) -> int:
     topics = tuple(t for t in (args.topic, args.fifo_topic) if t)
     producer = Producer(ClientConfiguration(args.endpoint, Credentials()), topics)
     producer.startup()
     emit("started", role="producer")
+    threading.Thread(target=report_holds, daemon=True).start()
     threads = []
     if args.topic and args.rate:
         threads.append(threading.Thread(target=normal_loop, args=(producer, args), daemon=True))
@@ -186,8 +223,8 @@ def main() -> int:
     if args.ack_threads < 1:
         parser.error("--ack-threads must be at least 1")
     signal.signal(signal.SIGTERM, lambda *_: STOP.set())
-    signal.signal(signal.SIGUSR1, lambda *_: RUNNING.clear())
-    signal.signal(signal.SIGUSR2, lambda *_: RUNNING.set())
+    signal.signal(signal.SIGUSR1, pause)
+    signal.signal(signal.SIGUSR2, resume)
     return produce(args) if args.mode == "produce" else consume(args)
 
 

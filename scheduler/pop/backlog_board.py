@@ -19,7 +19,10 @@ Rules:
 - A key is probed (every broker of the topic asked how many messages the group could
   receive there now) when a receive first waits for it, then every ``probe_interval_ms``
   while receives still wait; one probe of a key in flight at a time (:meth:`probe_due`).
-  So an idle consumer costs one probe per interval per key, whatever the number waiting.
+  A round takes along every other waited-for key whose last probe is at least half an
+  interval old, so the keys fall into step and the driver asks each broker once per round
+  for all of them: idle consumers cost one question per broker and interval, whatever the
+  number of keys or receives waiting (bench/bench_idle_consumers.py).
 - :meth:`heard` records a probe's answer; it returns the brokers whose waiting receives
   should wake: those that wait for the key while another broker holds a backlog.
 - :meth:`elsewhere` says whether the last answer, at most ``fresh_ms`` old, names a broker
@@ -90,11 +93,13 @@ class BacklogBoard:
         """Keys to probe now (marked in flight): wanted, none in flight, the last probe sent at
         least ``probe_interval_ms`` ago (or never)."""
         self._forget(now_ms)
+        interval = self.settings.probe_interval_ms
+        idle = [(key, entry) for key, entry in self._entries.items() if entry.probe_sent_ms is None and entry.waiting_at]
+        if not any(entry.last_probe_ms is None or now_ms - entry.last_probe_ms >= interval for _, entry in idle):
+            return []
         due = []
-        for key, entry in self._entries.items():
-            if entry.probe_sent_ms is not None or not entry.waiting_at:
-                continue
-            if entry.last_probe_ms is None or now_ms - entry.last_probe_ms >= self.settings.probe_interval_ms:
+        for key, entry in idle:  # the due ones, and those half way there: they fall into step
+            if entry.last_probe_ms is None or 2 * (now_ms - entry.last_probe_ms) >= interval:
                 entry.probe_sent_ms = entry.last_probe_ms = now_ms
                 due.append(key)
         return due

@@ -108,6 +108,12 @@ class BacklogProbe:
     # ---- one round ----------------------------------------------------------------------------
     async def _probe_round(self, keys: list[Key]) -> None:
         try:
+            await self._answer_round(keys)
+        finally:
+            self._kick.set()  # the keys are no longer in flight: the next round's time is to be worked out
+
+    async def _answer_round(self, keys: list[Key]) -> None:
+        try:
             plan = await self._plan(keys)
             answers = await self._ask(plan)
         except Exception:  # noqa: BLE001 - a bug here must not stop the probing of later rounds

@@ -137,3 +137,31 @@ def test_the_servicer_refuses_malformed_requests(change, words):
 
 async def _async(value):
     return value
+
+
+def test_an_idle_wait_is_asked_about_once_per_interval_while_it_lasts():
+    """With nothing anywhere, a receive waiting here makes the probe ask the other container once
+    per interval, for as long as it waits, and not after."""
+    async def scenario():
+        remote = Container({"broker-b": Pop()})
+        server, address = await serve(remote)
+        here = Container({"broker-a": Pop()})
+        probe = BacklogProbe(SETTINGS, SystemClock(), lambda topic: _async(route(topic, address)), here)
+        probe.start()
+        try:
+            probe.waiting("T", "G", "broker-a", +1)
+            probe.waiting("T", "other", "broker-a", +1)
+            await asyncio.sleep(0.52)  # about ten intervals of 50 ms
+            asked = len(remote.brokers["broker-b"].asked)
+            assert 6 <= asked <= 30, asked  # both keys, in step, again and again (about 20), never in a busy loop
+            probe.waiting("T", "G", "broker-a", -1)
+            probe.waiting("T", "other", "broker-a", -1)
+            await asyncio.sleep(0.1)
+            settled = len(remote.brokers["broker-b"].asked)
+            await asyncio.sleep(0.3)
+            assert len(remote.brokers["broker-b"].asked) == settled  # nobody waits: nothing asked
+            assert here.woken == []
+        finally:
+            await probe.stop()
+            await server.stop(None)
+    asyncio.run(scenario())

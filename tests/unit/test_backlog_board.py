@@ -73,6 +73,21 @@ def test_answers_for_forgotten_keys_are_ignored_and_unknown_waiters_leaving_is_h
     assert len(b) == 0
 
 
+def test_a_round_takes_along_keys_half_way_to_their_probe_so_they_fall_into_step():
+    b = board()
+    b.waiting(KEY, "broker-a", +1)
+    assert b.probe_due(0) == [KEY]
+    b.heard(KEY, {}, 1)
+    other = ("audit", "billing")
+    b.waiting(other, "broker-a", +1)
+    assert b.probe_due(200) == [other]             # new: at once, alone (KEY is 200 ms into its 500)
+    b.heard(other, {}, 201)
+    assert b.probe_due(499) == []
+    assert b.probe_due(500) == [KEY, other]        # KEY is due, other is 300 ms in: along with it
+    b.heard(KEY, {}, 501), b.heard(other, {}, 501)
+    assert b.probe_due(999) == [] and b.probe_due(1000) == [KEY, other]
+
+
 def test_keys_are_bounded_least_recently_wanted_first():
     b = board(max_keys=2)
     for topic in ("t1", "t2", "t3"):

@@ -7,8 +7,8 @@ Rules:
   brokers in process, the others by one ``BacklogService.Backlog`` call per broker and
   round, carrying every due key of that broker, within ``timeout_ms``.  A broker that does
   not answer is left out of the answer (never counted as a backlog).
-- The broker asked is the one the route names to serve pop calls: its member with id 0 (the
-  master, or a slave acting for it, which the nameserver routes as 0).
+- The broker asked is the member the route's queues point at: id 0 (the master), else the
+  smallest id (a slave acting for its absent master, RIP-32), as ``queue_routes`` picks it.
 - Routes come from the nameserver, kept ``ROUTE_TTL_MS`` per topic (at most ``ROUTE_CACHE``
   topics).  No route: the key's probe failed; the board tries again at its interval.
 - An answer that shows a backlog on another broker wakes the receives waiting on this
@@ -137,7 +137,7 @@ class BacklogProbe:
             if route is None:
                 continue
             for broker in route.brokers:
-                member = broker.addresses.get(0)
+                member = broker.addresses.get(0) or (broker.addresses[min(broker.addresses)] if broker.addresses else None)
                 if member is None or not broker.queue_data.perm & 4:  # no one serves it, or not readable
                     continue
                 plan.setdefault((broker.broker_name, member.address), []).append(key)

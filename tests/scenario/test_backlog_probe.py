@@ -41,11 +41,12 @@ class Container:
         self.woken.append((broker_name, topic))
 
 
-def route(topic: str, b_address: str, perm_b: int = 6) -> TopicRoute:
-    def broker(name, address, perm):
-        return BrokerRoute("DefaultCluster", name, {0: BrokerAddress(address, "127.0.0.1:1")},
+def route(topic: str, b_address: str, perm_b: int = 6, b_member: int = 0) -> TopicRoute:
+    """``b_member``: broker-b's member id in the route (1: its master is gone and a slave acts, RIP-32)."""
+    def broker(name, address, perm, member=0):
+        return BrokerRoute("DefaultCluster", name, {member: BrokerAddress(address, "127.0.0.1:1")},
                            QueueData(4, 4, perm, "NORMAL"))
-    return TopicRoute(topic, (broker("broker-a", "127.0.0.1:10911", 6), broker("broker-b", b_address, perm_b)))
+    return TopicRoute(topic, (broker("broker-a", "127.0.0.1:10911", 6), broker("broker-b", b_address, perm_b, b_member)))
 
 
 async def serve(container: Container) -> tuple[grpc.aio.Server, str]:
@@ -65,12 +66,14 @@ async def until(condition, timeout_s: float = 5.0) -> None:
 SETTINGS = BoardSettings(probe_interval_ms=50, fresh_ms=200)
 
 
-def test_a_waiting_receive_is_woken_when_the_other_container_holds_the_groups_backlog():
+@pytest.mark.parametrize("b_member", [0, 1])
+def test_a_waiting_receive_is_woken_when_the_other_container_holds_the_groups_backlog(b_member):
+    """Broker-b served by its master, or by a slave acting for it (the route then names no id 0)."""
     async def scenario():
         remote = Container({"broker-b": Pop({("T", "G"): 40})})
         server, address = await serve(remote)
         here = Container({"broker-a": Pop()})
-        probe = BacklogProbe(SETTINGS, SystemClock(), lambda topic: _async(route(topic, address)), here)
+        probe = BacklogProbe(SETTINGS, SystemClock(), lambda topic: _async(route(topic, address, b_member=b_member)), here)
         probe.start()
         try:
             assert not probe.elsewhere("T", "G", "broker-a")

@@ -5,8 +5,10 @@ The load of issue 23, on a deployment exactly as shipped (bench/deployment.py ru
 message groups and one NORMAL sender, each a thread of the official Python client sending
 1 KiB messages synchronously, at most ``--rate`` a second each, for ``--seconds``; then one
 SimpleConsumer per consumer group (the FIFO group created with ``--fifo``) drains the
-backlog with ``receive(32, 30)``, acking each message, until 40 s pass with nothing new or
-200 s in all (tests/support/official_client/backlog.py).
+backlog with ``receive(32, 30)``, handling and acking each message in order, until 40 s pass
+with nothing new or 200 s in all (tests/support/official_client/backlog.py): ``--ack async``
+(default) waits for a batch's acks before the next receive, ``--ack sync`` for each ack
+before the next message (then one replicated write's round trip per message bounds it).
 
 Per run it prints the write time (first to last acknowledged send), the drain time (from
 the consumers' start to the last message received) and their ratio, what was acknowledged,
@@ -98,7 +100,7 @@ def one_run(index: int, args, root: Path) -> dict:
         drain_start = time.monotonic()
         consumer = Client("drain", "--endpoint", endpoint, "--topic", TOPIC, "--fifo-topic", FIFO_TOPIC,
                           "--group", GROUP, "--fifo-group", FIFO_GROUP, "--idle-s", str(args.idle_s),
-                          "--max-s", str(args.max_s), log_path=workdir / "consumer.log", script=BACKLOG)
+                          "--max-s", str(args.max_s), "--ack", args.ack, log_path=workdir / "consumer.log", script=BACKLOG)
         consumer.process.wait(args.max_s + 60)
         consumer.stop()
         acks = [e for e in producer.snapshot() if e["event"] == "ack"]
@@ -129,6 +131,8 @@ def main() -> int:
     parser.add_argument("--max-s", type=float, default=200.0)
     parser.add_argument("--one-broker", action="store_true", help="the backlog on broker-b alone (broker-a read-only)")
     parser.add_argument("--kill", action="store_true", help="SIGKILL container-1 halfway through the write, restart it 5 s later")
+    parser.add_argument("--ack", choices=("async", "sync"), default="async",
+                        help="the consumers ack each message and wait for it (sync), or wait for a batch's acks (async)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--keep", help="keep the work directories here")
     args = parser.parse_args()
@@ -138,6 +142,7 @@ def main() -> int:
         parser.error("--one-broker needs two broker groups (not quickstart)")
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-backlog-"))
     print(f"# bench_backlog: {args.deployment}{' one-broker' if args.one_broker else ''}{' kill' if args.kill else ''}, "
+          f"{args.ack} acks, "
           f"{args.groups} FIFO groups + 1 NORMAL sender at <= {args.rate:g}/s each for {args.seconds:g} s, "
           f"{args.runs} runs, in {root}", file=sys.stderr)
     rows = []
@@ -146,7 +151,7 @@ def main() -> int:
         rows.append(row)
         print(json.dumps(row), file=sys.stderr)
     ratios = [r["ratio"] for r in rows if r["ratio"] is not None]
-    summary = {"deployment": args.deployment, "oneBroker": args.one_broker, "kill": args.kill, "runs": rows,
+    summary = {"deployment": args.deployment, "oneBroker": args.one_broker, "kill": args.kill, "ack": args.ack, "runs": rows,
                "ratioMedian": statistics.median(ratios) if ratios else None, "ratioMax": max(ratios) if ratios else None,
                "lost": sum(r["lost"] for r in rows), "lagLeft": sum(r["lagLeft"] or 0 for r in rows),
                "reordered": sum(r["reordered"] for r in rows)}

@@ -8,7 +8,11 @@ FIFO application does not skip one), the NORMAL thread gives a failed one up.
 
 ``python backlog.py drain --endpoint H:P --topic T --group G [--fifo-topic F --fifo-group FG]``
 drains with one SimpleConsumer per consumer group, each on its own thread: ``receive(32, 30)``,
-ack each message, until ``--idle-s`` pass with nothing new or ``--max-s`` in all.
+then each message in order is handled and acked, until ``--idle-s`` pass with nothing new or
+``--max-s`` in all.  ``--ack sync`` waits for each ack before the next message; ``--ack
+async`` (the default) hands each ack to a pool as the message is handled and waits for the
+batch's acks before the next receive, as an application that does not hold its messages
+back for the broker's round trips (the client's own ``ack_async`` returns no future in 5.1.2).
 
 Bodies are ``kind:group:seq``.  Every event is one ``@@{json}`` line with ``t`` =
 time.monotonic() (shared by the processes of one machine); ``recv`` events of one consumer
@@ -23,6 +27,7 @@ import signal
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from rocketmq import ClientConfiguration, Credentials, FilterExpression, Message, Producer, SimpleConsumer
 
@@ -91,9 +96,18 @@ def produce(args) -> int:
     return 0
 
 
+def ack_one(consumer: SimpleConsumer, group: str, received) -> None:
+    try:
+        consumer.ack(received)
+    except Exception as failure:  # noqa: BLE001 - redelivered later: counted as a duplicate
+        emit("ack-fail", group=group, body=received.body.rstrip(b".").decode(),
+             error=f"{type(failure).__name__}: {str(failure)[:200]}")
+
+
 def drain_one(args, group: str, topic: str, state: dict) -> None:
     consumer = SimpleConsumer(ClientConfiguration(args.endpoint, Credentials()), group, {topic: FilterExpression()},
                               await_duration=args.await_s)
+    acks = ThreadPoolExecutor(max_workers=16) if args.ack == "async" else None
     consumer.startup()
     emit("started", role="consumer", group=group)
     started = last_new = time.monotonic()
@@ -110,19 +124,22 @@ def drain_one(args, group: str, topic: str, state: dict) -> None:
             STOP.wait(0.05)
             continue
         emit("receive", group=group, n=len(messages), began=began)
-        for received in messages:
+        pending = []
+        for received in messages:  # handled in order, each acked once handled
             emit("recv", group=group, body=received.body.rstrip(b".").decode(), attempt=received.delivery_attempt,
                  id=received.message_id)
-        for received in messages:
-            try:
-                consumer.ack(received)
-            except Exception as failure:  # noqa: BLE001 - redelivered later: counted as a duplicate
-                emit("ack-fail", group=group, body=received.body.rstrip(b".").decode(),
-                     error=f"{type(failure).__name__}: {str(failure)[:200]}")
+            if acks is None:
+                ack_one(consumer, group, received)
+            else:
+                pending.append(acks.submit(ack_one, consumer, group, received))
+        for future in pending:
+            future.result()
         if messages:
             received_count += len(messages)
             last_new = time.monotonic()
             state["last"] = max(state.get("last", 0.0), last_new)
+    if acks is not None:
+        acks.shutdown()
     consumer.shutdown()
     emit("drained", group=group, received=received_count, last=last_new, idle=time.monotonic() - last_new >= args.idle_s)
 
@@ -157,6 +174,8 @@ def main() -> int:
     parser.add_argument("--invisible-s", type=int, default=30)
     parser.add_argument("--idle-s", type=float, default=40.0, help="stop draining after this long with nothing new")
     parser.add_argument("--max-s", type=float, default=200.0, help="stop draining after this long in all")
+    parser.add_argument("--ack", choices=("async", "sync"), default="async",
+                        help="wait for each ack before the next message (sync), or for the batch's before the next receive")
     args = parser.parse_args()
     if args.rate <= 0 or args.groups < 0 or args.seconds <= 0:
         parser.error("--rate and --seconds must be positive, --groups at least 0")

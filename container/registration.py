@@ -16,10 +16,14 @@ Rules:
   broker that has no replica id yet (it has not registered with the controller) is not
   registered at all: nothing routes to a broker whose role nobody gave it.  Nor is a master
   in pre-online (no registration, no heartbeat) until it took its group's tables back.
+- An unregister names the registration it removes: the admin address and the largest
+  ``stateVersion`` sent for that id.  A nameserver that meanwhile gave the id to another
+  address (a master stopped past its successor's election wakes and steps down) keeps it.
 """
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from container.hosted_broker import HostedBroker
@@ -44,11 +48,21 @@ def identity_of(hosted: HostedBroker) -> BrokerIdentity | None:
     return BrokerIdentity(hosted.spec.broker.broker_cluster_name, hosted.name, hosted.broker.broker_id)
 
 
+@dataclass(frozen=True)
+class RegisteredAs:
+    """What the nameserver was last told for one hosted broker: what an unregister names."""
+
+    identity: BrokerIdentity
+    address: str
+    state_version: int  # the largest topics stateVersion sent for ``identity``
+
+
 class Registration:
     def __init__(self, container: "BrokerContainer"):
         self.container = container
         self.client = NameserverClient(container.config.namesrv_addresses)
-        self._registered: dict[int, BrokerIdentity] = {}  # id(hosted) -> the identity last registered
+        self._registered: dict[int, RegisteredAs] = {}  # id(hosted) -> the registration last made
+        self._sent: dict[int, RegisteredAs] = {}  # id(hosted) -> the registration last sent, answered or not
 
     @property
     def admin_address(self) -> str:
@@ -75,19 +89,31 @@ class Registration:
         if identity is None:
             return ""
         old = self._registered.get(id(hosted))
-        if old is not None and old != identity:
+        if old is not None and old.identity != identity:
             await self._unregister_identity(old, hosted)
+        topics = hosted.broker.topic_table()
+        sent = self._note_sent(hosted, identity, topics.data_version.state_version)
         try:
             master = await self.client.register_broker(
-                identity, self.admin_address, self.client_endpoint, hosted.broker.topic_table(),
+                identity, self.admin_address, self.client_endpoint, topics,
                 heartbeat_timeout_ms=self.container.config.broker_not_active_timeout_ms,
                 enable_acting_master=hosted.spec.broker.enable_slave_acting_master,
                 tls_client_endpoint=self.tls_client_endpoint, broker_endpoint=self.broker_endpoint(hosted))
         except NameserverError as exc:
             log.warning("registering %s with the nameserver failed: %s", hosted.spec.canonical_name, exc)
             return ""
-        self._registered[id(hosted)] = identity
+        self._registered[id(hosted)] = sent
         return master
+
+    def _note_sent(self, hosted: HostedBroker, identity: BrokerIdentity, state_version: int) -> RegisteredAs:
+        """Record a registration before it is sent: one that reached a nameserver whose reply was
+        lost is still named by the next unregister (with the larger stateVersion)."""
+        last = self._sent.get(id(hosted))
+        if last is not None and last.identity == identity and last.address == self.admin_address:
+            state_version = max(state_version, last.state_version)
+        sent = RegisteredAs(identity, self.admin_address, state_version)
+        self._sent[id(hosted)] = sent
+        return sent
 
     async def register_all(self) -> None:
         for hosted in list(self.container.hosted.values()):
@@ -103,7 +129,8 @@ class Registration:
             identity = identity_of(hosted)
             if identity is None:
                 continue
-            if self._registered.get(id(hosted)) != identity:
+            registered = self._registered.get(id(hosted))
+            if registered is None or registered.identity != identity:
                 await self.register(hosted)
                 continue
             try:
@@ -115,15 +142,21 @@ class Registration:
                 await self.register(hosted)
 
     async def unregister(self, hosted: HostedBroker) -> None:
-        identity = self._registered.pop(id(hosted), None)
-        if identity is not None:
-            await self._unregister_identity(identity, hosted)
+        registered = self._registered.pop(id(hosted), None)
+        self._sent.pop(id(hosted), None)
+        if registered is not None:
+            await self._unregister_identity(registered, hosted)
 
-    async def _unregister_identity(self, identity: BrokerIdentity, hosted: HostedBroker) -> None:
+    async def _unregister_identity(self, registered: RegisteredAs, hosted: HostedBroker) -> None:
+        identity = registered.identity
         try:
-            await self.client.unregister(identity)
+            refusals = await self.client.unregister(identity, registered.address, registered.state_version)
         except NameserverError as exc:
             log.warning("unregistering %s failed: %s", hosted.spec.canonical_name, exc)
+            return
+        for refusal in refusals:
+            log.info("unregistering %s id %d: the nameserver kept its registration (%s)", hosted.name,
+                     identity.broker_id, refusal.details)
 
     async def unregister_all(self) -> None:
         for hosted in list(self.container.hosted.values()):

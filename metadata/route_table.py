@@ -12,6 +12,12 @@ Rules:
   when off); every registration replaces both, and route members copy both.
 - Addresses are never identities: a container's brokers share one internal address, so a
   broker that changes its id (a role switch) unregisters the old id itself.
+- An unregister names what it removes: the id, the address it registered from and the
+  ``stateVersion`` it registered with.  It removes the id's registration only when that is
+  still its own: held from another address it is ``HELD_BY_ANOTHER_ADDRESS`` (a master woken
+  from a stop after the controller elected its successor must not delete the successor's
+  route), with a larger ``stateVersion`` it is ``STALE_STATE_VERSION`` (an unregister that
+  arrives after a newer registration of the same container).  Either way nothing changes.
 - Queue data of a topic in a group comes from the master (id 0) when present, otherwise from
   the member with the smallest id (the "prime slave"); in a group with acting master enabled
   that member's queue data loses ``PERM_WRITE``.
@@ -95,9 +101,20 @@ class RouteTable:
         events.append(BrokerRegistered(registration))
         return Decision(tuple(events), RegisterReply(self._master_address_for(identity), replaced))
 
-    def unregister(self, identity: BrokerIdentity) -> Decision:
-        if identity not in self._brokers:
+    def unregister(self, identity: BrokerIdentity, address: str, state_version: int) -> Decision:
+        """Remove the registration ``address`` made with ``state_version``, if it is still the id's."""
+        existing = self._brokers.get(identity)
+        if existing is None:
             return Decision((), Rejected(RouteRejection.BROKER_NOT_REGISTERED, f"{identity.canonical_name} is not registered"))
+        if existing.address != address:
+            return Decision((), Rejected(
+                RouteRejection.HELD_BY_ANOTHER_ADDRESS,
+                f"{identity.broker_name} id {identity.broker_id} is held by {existing.address}, not {address}: kept"))
+        if existing.state_version > state_version:
+            return Decision((), Rejected(
+                RouteRejection.STALE_STATE_VERSION,
+                f"{identity.broker_name} id {identity.broker_id} was registered again with stateVersion "
+                f"{existing.state_version} > {state_version}: kept"))
         return Decision((BrokerRemoved(identity, RemovalReason.UNREGISTERED),), None)
 
     def heartbeat(self, identity: BrokerIdentity, now_ms: int, data_version: DataVersion | None = None) -> Decision:

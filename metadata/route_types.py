@@ -66,7 +66,10 @@ class Registration:
 
 
 class RouteRejection(str, Enum):
-    STALE_STATE_VERSION = "STALE_STATE_VERSION"  # another live broker holds this id with a larger stateVersion
+    # a registration: another live broker holds this id with a larger stateVersion;
+    # an unregister: the id was registered again (same address) with a larger stateVersion than it names
+    STALE_STATE_VERSION = "STALE_STATE_VERSION"
+    HELD_BY_ANOTHER_ADDRESS = "HELD_BY_ANOTHER_ADDRESS"  # an unregister: the id is now another address's registration
     BROKER_NAME_IN_OTHER_CLUSTER = "BROKER_NAME_IN_OTHER_CLUSTER"
     BROKER_NOT_REGISTERED = "BROKER_NOT_REGISTERED"
     TOO_MANY_BROKERS = "TOO_MANY_BROKERS"

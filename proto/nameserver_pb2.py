@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16proto/nameserver.proto\x12\x13relaymq.internal.v1\"U\n\x15NameserverDataVersion\x12\x15\n\rstate_version\x18\x01 \x01(\x03\x12\x14\n\x0ctimestamp_ms\x18\x02 \x01(\x03\x12\x0f\n\x07\x63ounter\x18\x03 \x01(\x03\"S\n\x18NameserverBrokerIdentity\x12\x0f\n\x07\x63luster\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\x12\x11\n\tbroker_id\x18\x03 \x01(\x03\"\x8c\x01\n\x15NameserverTopicConfig\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x17\n\x0fread_queue_nums\x18\x02 \x01(\x05\x12\x18\n\x10write_queue_nums\x18\x03 \x01(\x05\x12\x0c\n\x04perm\x18\x04 \x01(\x05\x12\x14\n\x0cmessage_type\x18\x05 \x01(\t\x12\r\n\x05order\x18\x06 \x01(\x08\"\xfc\x02\n\x1fNameserverRegisterBrokerRequest\x12=\n\x06\x62roker\x18\x01 \x01(\x0b\x32-.relaymq.internal.v1.NameserverBrokerIdentity\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\x17\n\x0f\x63lient_endpoint\x18\x03 \x01(\t\x12:\n\x06topics\x18\x04 \x03(\x0b\x32*.relaymq.internal.v1.NameserverTopicConfig\x12\x42\n\x0etopics_version\x18\x05 \x01(\x0b\x32*.relaymq.internal.v1.NameserverDataVersion\x12\x1c\n\x14heartbeat_timeout_ms\x18\x06 \x01(\x03\x12\x1c\n\x14\x65nable_acting_master\x18\x07 \x01(\x08\x12\x1b\n\x13tls_client_endpoint\x18\x08 \x01(\t\x12\x17\n\x0f\x62roker_endpoint\x18\t \x01(\t\":\n NameserverRegisterBrokerResponse\x12\x16\n\x0emaster_address\x18\x01 \x01(\t\"b\n!NameserverUnregisterBrokerRequest\x12=\n\x06\x62roker\x18\x01 \x01(\x0b\x32-.relaymq.internal.v1.NameserverBrokerIdentity\"$\n\"NameserverUnregisterBrokerResponse\"\xa5\x01\n NameserverBrokerHeartbeatRequest\x12=\n\x06\x62roker\x18\x01 \x01(\x0b\x32-.relaymq.internal.v1.NameserverBrokerIdentity\x12\x42\n\x0etopics_version\x18\x02 \x01(\x0b\x32*.relaymq.internal.v1.NameserverDataVersion\"@\n!NameserverBrokerHeartbeatResponse\x12\x1b\n\x13registration_needed\x18\x01 \x01(\x08\",\n\x1bNameserverQueryRouteRequest\x12\r\n\x05topic\x18\x01 \x01(\t\"\x8c\x01\n\x17NameserverBrokerAddress\x12\x11\n\tbroker_id\x18\x01 \x01(\x03\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\x17\n\x0f\x63lient_endpoint\x18\x03 \x01(\t\x12\x1b\n\x13tls_client_endpoint\x18\x04 \x01(\t\x12\x17\n\x0f\x62roker_endpoint\x18\x05 \x01(\t\"\xf1\x01\n\x15NameserverBrokerRoute\x12\x0f\n\x07\x63luster\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\x12=\n\x07members\x18\x03 \x03(\x0b\x32,.relaymq.internal.v1.NameserverBrokerAddress\x12\x17\n\x0fread_queue_nums\x18\x04 \x01(\x05\x12\x18\n\x10write_queue_nums\x18\x05 \x01(\x05\x12\x0c\n\x04perm\x18\x06 \x01(\x05\x12\x14\n\x0cmessage_type\x18\x07 \x01(\t\x12\x1c\n\x14\x65nable_acting_master\x18\x08 \x01(\x08\"j\n\x1cNameserverQueryRouteResponse\x12\r\n\x05topic\x18\x01 \x01(\t\x12;\n\x07\x62rokers\x18\x02 \x03(\x0b\x32*.relaymq.internal.v1.NameserverBrokerRoute\"!\n\x1fNameserverGetClusterInfoRequest\"\x9d\x02\n\x16NameserverBrokerMember\x12\x11\n\tbroker_id\x18\x01 \x01(\x03\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\x17\n\x0f\x63lient_endpoint\x18\x03 \x01(\t\x12\x19\n\x11last_heartbeat_ms\x18\x04 \x01(\x03\x12\x1c\n\x14heartbeat_timeout_ms\x18\x05 \x01(\x03\x12\x42\n\x0etopics_version\x18\x06 \x01(\x0b\x32*.relaymq.internal.v1.NameserverDataVersion\x12\x13\n\x0btopic_count\x18\x07 \x01(\x05\x12\x1b\n\x13tls_client_endpoint\x18\x08 \x01(\t\x12\x17\n\x0f\x62roker_endpoint\x18\t \x01(\t\"\x99\x01\n\x15NameserverBrokerGroup\x12\x0f\n\x07\x63luster\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\x12<\n\x07members\x18\x03 \x03(\x0b\x32+.relaymq.internal.v1.NameserverBrokerMember\x12\x1c\n\x14\x65nable_acting_master\x18\x04 \x01(\x08\"^\n NameserverGetClusterInfoResponse\x12:\n\x06groups\x18\x01 \x03(\x0b\x32*.relaymq.internal.v1.NameserverBrokerGroup\"M\n%NameserverGetBrokerMemberGroupRequest\x12\x0f\n\x07\x63luster\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\"G\n!NameserverBrokerMemberGroupMember\x12\x11\n\tbroker_id\x18\x01 \x01(\x03\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\"\xb5\x01\n&NameserverGetBrokerMemberGroupResponse\x12\x0f\n\x07\x63luster\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\x12G\n\x07members\x18\x03 \x03(\x0b\x32\x36.relaymq.internal.v1.NameserverBrokerMemberGroupMember\x12\x1c\n\x14\x65nable_acting_master\x18\x04 \x01(\x08\x32\x9f\x06\n\x11NameserverService\x12}\n\x0eRegisterBroker\x12\x34.relaymq.internal.v1.NameserverRegisterBrokerRequest\x1a\x35.relaymq.internal.v1.NameserverRegisterBrokerResponse\x12\x83\x01\n\x10UnregisterBroker\x12\x36.relaymq.internal.v1.NameserverUnregisterBrokerRequest\x1a\x37.relaymq.internal.v1.NameserverUnregisterBrokerResponse\x12\x80\x01\n\x0f\x42rokerHeartbeat\x12\x35.relaymq.internal.v1.NameserverBrokerHeartbeatRequest\x1a\x36.relaymq.internal.v1.NameserverBrokerHeartbeatResponse\x12q\n\nQueryRoute\x12\x30.relaymq.internal.v1.NameserverQueryRouteRequest\x1a\x31.relaymq.internal.v1.NameserverQueryRouteResponse\x12}\n\x0eGetClusterInfo\x12\x34.relaymq.internal.v1.NameserverGetClusterInfoRequest\x1a\x35.relaymq.internal.v1.NameserverGetClusterInfoResponse\x12\x8f\x01\n\x14GetBrokerMemberGroup\x12:.relaymq.internal.v1.NameserverGetBrokerMemberGroupRequest\x1a;.relaymq.internal.v1.NameserverGetBrokerMemberGroupResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16proto/nameserver.proto\x12\x13relaymq.internal.v1\"U\n\x15NameserverDataVersion\x12\x15\n\rstate_version\x18\x01 \x01(\x03\x12\x14\n\x0ctimestamp_ms\x18\x02 \x01(\x03\x12\x0f\n\x07\x63ounter\x18\x03 \x01(\x03\"S\n\x18NameserverBrokerIdentity\x12\x0f\n\x07\x63luster\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\x12\x11\n\tbroker_id\x18\x03 \x01(\x03\"\x8c\x01\n\x15NameserverTopicConfig\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x17\n\x0fread_queue_nums\x18\x02 \x01(\x05\x12\x18\n\x10write_queue_nums\x18\x03 \x01(\x05\x12\x0c\n\x04perm\x18\x04 \x01(\x05\x12\x14\n\x0cmessage_type\x18\x05 \x01(\t\x12\r\n\x05order\x18\x06 \x01(\x08\"\xfc\x02\n\x1fNameserverRegisterBrokerRequest\x12=\n\x06\x62roker\x18\x01 \x01(\x0b\x32-.relaymq.internal.v1.NameserverBrokerIdentity\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\x17\n\x0f\x63lient_endpoint\x18\x03 \x01(\t\x12:\n\x06topics\x18\x04 \x03(\x0b\x32*.relaymq.internal.v1.NameserverTopicConfig\x12\x42\n\x0etopics_version\x18\x05 \x01(\x0b\x32*.relaymq.internal.v1.NameserverDataVersion\x12\x1c\n\x14heartbeat_timeout_ms\x18\x06 \x01(\x03\x12\x1c\n\x14\x65nable_acting_master\x18\x07 \x01(\x08\x12\x1b\n\x13tls_client_endpoint\x18\x08 \x01(\t\x12\x17\n\x0f\x62roker_endpoint\x18\t \x01(\t\":\n NameserverRegisterBrokerResponse\x12\x16\n\x0emaster_address\x18\x01 \x01(\t\"\x8a\x01\n!NameserverUnregisterBrokerRequest\x12=\n\x06\x62roker\x18\x01 \x01(\x0b\x32-.relaymq.internal.v1.NameserverBrokerIdentity\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\x15\n\rstate_version\x18\x03 \x01(\x03\"$\n\"NameserverUnregisterBrokerResponse\"\xa5\x01\n NameserverBrokerHeartbeatRequest\x12=\n\x06\x62roker\x18\x01 \x01(\x0b\x32-.relaymq.internal.v1.NameserverBrokerIdentity\x12\x42\n\x0etopics_version\x18\x02 \x01(\x0b\x32*.relaymq.internal.v1.NameserverDataVersion\"@\n!NameserverBrokerHeartbeatResponse\x12\x1b\n\x13registration_needed\x18\x01 \x01(\x08\",\n\x1bNameserverQueryRouteRequest\x12\r\n\x05topic\x18\x01 \x01(\t\"\x8c\x01\n\x17NameserverBrokerAddress\x12\x11\n\tbroker_id\x18\x01 \x01(\x03\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\x17\n\x0f\x63lient_endpoint\x18\x03 \x01(\t\x12\x1b\n\x13tls_client_endpoint\x18\x04 \x01(\t\x12\x17\n\x0f\x62roker_endpoint\x18\x05 \x01(\t\"\xf1\x01\n\x15NameserverBrokerRoute\x12\x0f\n\x07\x63luster\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\x12=\n\x07members\x18\x03 \x03(\x0b\x32,.relaymq.internal.v1.NameserverBrokerAddress\x12\x17\n\x0fread_queue_nums\x18\x04 \x01(\x05\x12\x18\n\x10write_queue_nums\x18\x05 \x01(\x05\x12\x0c\n\x04perm\x18\x06 \x01(\x05\x12\x14\n\x0cmessage_type\x18\x07 \x01(\t\x12\x1c\n\x14\x65nable_acting_master\x18\x08 \x01(\x08\"j\n\x1cNameserverQueryRouteResponse\x12\r\n\x05topic\x18\x01 \x01(\t\x12;\n\x07\x62rokers\x18\x02 \x03(\x0b\x32*.relaymq.internal.v1.NameserverBrokerRoute\"!\n\x1fNameserverGetClusterInfoRequest\"\x9d\x02\n\x16NameserverBrokerMember\x12\x11\n\tbroker_id\x18\x01 \x01(\x03\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\x17\n\x0f\x63lient_endpoint\x18\x03 \x01(\t\x12\x19\n\x11last_heartbeat_ms\x18\x04 \x01(\x03\x12\x1c\n\x14heartbeat_timeout_ms\x18\x05 \x01(\x03\x12\x42\n\x0etopics_version\x18\x06 \x01(\x0b\x32*.relaymq.internal.v1.NameserverDataVersion\x12\x13\n\x0btopic_count\x18\x07 \x01(\x05\x12\x1b\n\x13tls_client_endpoint\x18\x08 \x01(\t\x12\x17\n\x0f\x62roker_endpoint\x18\t \x01(\t\"\x99\x01\n\x15NameserverBrokerGroup\x12\x0f\n\x07\x63luster\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\x12<\n\x07members\x18\x03 \x03(\x0b\x32+.relaymq.internal.v1.NameserverBrokerMember\x12\x1c\n\x14\x65nable_acting_master\x18\x04 \x01(\x08\"^\n NameserverGetClusterInfoResponse\x12:\n\x06groups\x18\x01 \x03(\x0b\x32*.relaymq.internal.v1.NameserverBrokerGroup\"M\n%NameserverGetBrokerMemberGroupRequest\x12\x0f\n\x07\x63luster\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\"G\n!NameserverBrokerMemberGroupMember\x12\x11\n\tbroker_id\x18\x01 \x01(\x03\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\"\xb5\x01\n&NameserverGetBrokerMemberGroupResponse\x12\x0f\n\x07\x63luster\x18\x01 \x01(\t\x12\x13\n\x0b\x62roker_name\x18\x02 \x01(\t\x12G\n\x07members\x18\x03 \x03(\x0b\x32\x36.relaymq.internal.v1.NameserverBrokerMemberGroupMember\x12\x1c\n\x14\x65nable_acting_master\x18\x04 \x01(\x08\x32\x9f\x06\n\x11NameserverService\x12}\n\x0eRegisterBroker\x12\x34.relaymq.internal.v1.NameserverRegisterBrokerRequest\x1a\x35.relaymq.internal.v1.NameserverRegisterBrokerResponse\x12\x83\x01\n\x10UnregisterBroker\x12\x36.relaymq.internal.v1.NameserverUnregisterBrokerRequest\x1a\x37.relaymq.internal.v1.NameserverUnregisterBrokerResponse\x12\x80\x01\n\x0f\x42rokerHeartbeat\x12\x35.relaymq.internal.v1.NameserverBrokerHeartbeatRequest\x1a\x36.relaymq.internal.v1.NameserverBrokerHeartbeatResponse\x12q\n\nQueryRoute\x12\x30.relaymq.internal.v1.NameserverQueryRouteRequest\x1a\x31.relaymq.internal.v1.NameserverQueryRouteResponse\x12}\n\x0eGetClusterInfo\x12\x34.relaymq.internal.v1.NameserverGetClusterInfoRequest\x1a\x35.relaymq.internal.v1.NameserverGetClusterInfoResponse\x12\x8f\x01\n\x14GetBrokerMemberGroup\x12:.relaymq.internal.v1.NameserverGetBrokerMemberGroupRequest\x1a;.relaymq.internal.v1.NameserverGetBrokerMemberGroupResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -41,36 +41,36 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_NAMESERVERREGISTERBROKERREQUEST']._serialized_end=743
   _globals['_NAMESERVERREGISTERBROKERRESPONSE']._serialized_start=745
   _globals['_NAMESERVERREGISTERBROKERRESPONSE']._serialized_end=803
-  _globals['_NAMESERVERUNREGISTERBROKERREQUEST']._serialized_start=805
-  _globals['_NAMESERVERUNREGISTERBROKERREQUEST']._serialized_end=903
-  _globals['_NAMESERVERUNREGISTERBROKERRESPONSE']._serialized_start=905
-  _globals['_NAMESERVERUNREGISTERBROKERRESPONSE']._serialized_end=941
-  _globals['_NAMESERVERBROKERHEARTBEATREQUEST']._serialized_start=944
-  _globals['_NAMESERVERBROKERHEARTBEATREQUEST']._serialized_end=1109
-  _globals['_NAMESERVERBROKERHEARTBEATRESPONSE']._serialized_start=1111
-  _globals['_NAMESERVERBROKERHEARTBEATRESPONSE']._serialized_end=1175
-  _globals['_NAMESERVERQUERYROUTEREQUEST']._serialized_start=1177
-  _globals['_NAMESERVERQUERYROUTEREQUEST']._serialized_end=1221
-  _globals['_NAMESERVERBROKERADDRESS']._serialized_start=1224
-  _globals['_NAMESERVERBROKERADDRESS']._serialized_end=1364
-  _globals['_NAMESERVERBROKERROUTE']._serialized_start=1367
-  _globals['_NAMESERVERBROKERROUTE']._serialized_end=1608
-  _globals['_NAMESERVERQUERYROUTERESPONSE']._serialized_start=1610
-  _globals['_NAMESERVERQUERYROUTERESPONSE']._serialized_end=1716
-  _globals['_NAMESERVERGETCLUSTERINFOREQUEST']._serialized_start=1718
-  _globals['_NAMESERVERGETCLUSTERINFOREQUEST']._serialized_end=1751
-  _globals['_NAMESERVERBROKERMEMBER']._serialized_start=1754
-  _globals['_NAMESERVERBROKERMEMBER']._serialized_end=2039
-  _globals['_NAMESERVERBROKERGROUP']._serialized_start=2042
-  _globals['_NAMESERVERBROKERGROUP']._serialized_end=2195
-  _globals['_NAMESERVERGETCLUSTERINFORESPONSE']._serialized_start=2197
-  _globals['_NAMESERVERGETCLUSTERINFORESPONSE']._serialized_end=2291
-  _globals['_NAMESERVERGETBROKERMEMBERGROUPREQUEST']._serialized_start=2293
-  _globals['_NAMESERVERGETBROKERMEMBERGROUPREQUEST']._serialized_end=2370
-  _globals['_NAMESERVERBROKERMEMBERGROUPMEMBER']._serialized_start=2372
-  _globals['_NAMESERVERBROKERMEMBERGROUPMEMBER']._serialized_end=2443
-  _globals['_NAMESERVERGETBROKERMEMBERGROUPRESPONSE']._serialized_start=2446
-  _globals['_NAMESERVERGETBROKERMEMBERGROUPRESPONSE']._serialized_end=2627
-  _globals['_NAMESERVERSERVICE']._serialized_start=2630
-  _globals['_NAMESERVERSERVICE']._serialized_end=3429
+  _globals['_NAMESERVERUNREGISTERBROKERREQUEST']._serialized_start=806
+  _globals['_NAMESERVERUNREGISTERBROKERREQUEST']._serialized_end=944
+  _globals['_NAMESERVERUNREGISTERBROKERRESPONSE']._serialized_start=946
+  _globals['_NAMESERVERUNREGISTERBROKERRESPONSE']._serialized_end=982
+  _globals['_NAMESERVERBROKERHEARTBEATREQUEST']._serialized_start=985
+  _globals['_NAMESERVERBROKERHEARTBEATREQUEST']._serialized_end=1150
+  _globals['_NAMESERVERBROKERHEARTBEATRESPONSE']._serialized_start=1152
+  _globals['_NAMESERVERBROKERHEARTBEATRESPONSE']._serialized_end=1216
+  _globals['_NAMESERVERQUERYROUTEREQUEST']._serialized_start=1218
+  _globals['_NAMESERVERQUERYROUTEREQUEST']._serialized_end=1262
+  _globals['_NAMESERVERBROKERADDRESS']._serialized_start=1265
+  _globals['_NAMESERVERBROKERADDRESS']._serialized_end=1405
+  _globals['_NAMESERVERBROKERROUTE']._serialized_start=1408
+  _globals['_NAMESERVERBROKERROUTE']._serialized_end=1649
+  _globals['_NAMESERVERQUERYROUTERESPONSE']._serialized_start=1651
+  _globals['_NAMESERVERQUERYROUTERESPONSE']._serialized_end=1757
+  _globals['_NAMESERVERGETCLUSTERINFOREQUEST']._serialized_start=1759
+  _globals['_NAMESERVERGETCLUSTERINFOREQUEST']._serialized_end=1792
+  _globals['_NAMESERVERBROKERMEMBER']._serialized_start=1795
+  _globals['_NAMESERVERBROKERMEMBER']._serialized_end=2080
+  _globals['_NAMESERVERBROKERGROUP']._serialized_start=2083
+  _globals['_NAMESERVERBROKERGROUP']._serialized_end=2236
+  _globals['_NAMESERVERGETCLUSTERINFORESPONSE']._serialized_start=2238
+  _globals['_NAMESERVERGETCLUSTERINFORESPONSE']._serialized_end=2332
+  _globals['_NAMESERVERGETBROKERMEMBERGROUPREQUEST']._serialized_start=2334
+  _globals['_NAMESERVERGETBROKERMEMBERGROUPREQUEST']._serialized_end=2411
+  _globals['_NAMESERVERBROKERMEMBERGROUPMEMBER']._serialized_start=2413
+  _globals['_NAMESERVERBROKERMEMBERGROUPMEMBER']._serialized_end=2484
+  _globals['_NAMESERVERGETBROKERMEMBERGROUPRESPONSE']._serialized_start=2487
+  _globals['_NAMESERVERGETBROKERMEMBERGROUPRESPONSE']._serialized_end=2668
+  _globals['_NAMESERVERSERVICE']._serialized_start=2671
+  _globals['_NAMESERVERSERVICE']._serialized_end=3470
 # @@protoc_insertion_point(module_scope)

@@ -71,10 +71,14 @@ class NameserverRegisterBrokerResponse(_message.Message):
     def __init__(self, master_address: _Optional[str] = ...) -> None: ...
 
 class NameserverUnregisterBrokerRequest(_message.Message):
-    __slots__ = ("broker",)
+    __slots__ = ("broker", "address", "state_version")
     BROKER_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    STATE_VERSION_FIELD_NUMBER: _ClassVar[int]
     broker: NameserverBrokerIdentity
-    def __init__(self, broker: _Optional[_Union[NameserverBrokerIdentity, _Mapping]] = ...) -> None: ...
+    address: str
+    state_version: int
+    def __init__(self, broker: _Optional[_Union[NameserverBrokerIdentity, _Mapping]] = ..., address: _Optional[str] = ..., state_version: _Optional[int] = ...) -> None: ...
 
 class NameserverUnregisterBrokerResponse(_message.Message):
     __slots__ = ()

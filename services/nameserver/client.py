@@ -132,12 +132,16 @@ class NameserverClient:
         replies = await self._all("BrokerHeartbeat", request)
         return any(r.registration_needed for r in replies)
 
-    async def unregister(self, identity: BrokerIdentity) -> None:
-        request = pb.NameserverUnregisterBrokerRequest(broker=conv.identity_to_proto(identity))
+    async def unregister(self, identity: BrokerIdentity, address: str, state_version: int) -> list[NameserverRejected]:
+        """Remove the registration ``address`` made with ``state_version`` from every nameserver;
+        returns the refusals (a nameserver that holds another address's or a newer registration
+        of the id keeps it, one that does not know the id has nothing to remove)."""
+        request = conv.unregister_to_proto(identity, address, state_version)
         results = await asyncio.gather(*(self._call(a, "UnregisterBroker", request) for a in self.addresses),
                                        return_exceptions=True)
         if all(isinstance(r, NameserverUnavailable) for r in results):
             raise NameserverUnavailable("; ".join(str(r) for r in results))
+        return [r for r in results if isinstance(r, NameserverRejected)]
 
     async def query_route(self, topic: str) -> TopicRoute | None:
         """The topic's route, or None when the nameserver has none."""

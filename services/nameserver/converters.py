@@ -69,6 +69,20 @@ def identity_to_proto(identity: BrokerIdentity) -> pb.NameserverBrokerIdentity:
                                        broker_id=identity.broker_id)
 
 
+def unregister_from_proto(request: pb.NameserverUnregisterBrokerRequest) -> tuple[BrokerIdentity, str, int]:
+    """(identity, address, state_version) of an unregister: it names the registration it removes."""
+    identity = identity_from_proto(request.broker)
+    parse_endpoint(request.address, "address")
+    if request.state_version < 0:
+        raise BadNameserverRequest(f"state_version: {request.state_version} must not be negative")
+    return identity, request.address, request.state_version
+
+
+def unregister_to_proto(identity: BrokerIdentity, address: str, state_version: int) -> pb.NameserverUnregisterBrokerRequest:
+    return pb.NameserverUnregisterBrokerRequest(broker=identity_to_proto(identity), address=address,
+                                                state_version=state_version)
+
+
 def data_version_from_proto(message: pb.NameserverDataVersion, field: str) -> DataVersion:
     for name in ("state_version", "timestamp_ms", "counter"):
         if getattr(message, name) < 0:

@@ -6,7 +6,8 @@ Rules:
   loop's thread, so decisions and applies never interleave.
 - Exceptions become gRPC statuses in exactly one place, :func:`_status_of`: bad fields are
   ``INVALID_ARGUMENT``, rejections carry their named reason first in the details.
-- Removals (unregister, expiry, replacement) are logged with their reason.
+- Removals (unregister, expiry, replacement) are logged with their reason, and so is an
+  unregister the table ignored because it named a registration that is no longer the id's.
 """
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ class TopicRouteNotFound(Exception):
 _REJECTION_STATUS = {
     RouteRejection.STALE_STATE_VERSION: grpc.StatusCode.FAILED_PRECONDITION,
     RouteRejection.BROKER_NAME_IN_OTHER_CLUSTER: grpc.StatusCode.FAILED_PRECONDITION,
+    RouteRejection.HELD_BY_ANOTHER_ADDRESS: grpc.StatusCode.FAILED_PRECONDITION,
     RouteRejection.BROKER_NOT_REGISTERED: grpc.StatusCode.NOT_FOUND,
     RouteRejection.TOO_MANY_BROKERS: grpc.StatusCode.RESOURCE_EXHAUSTED,
 }
@@ -137,7 +139,12 @@ class NameserverServicer(pb_grpc.NameserverServiceServicer):
 
     @_rpc
     def UnregisterBroker(self, request: pb.NameserverUnregisterBrokerRequest) -> pb.NameserverUnregisterBrokerResponse:
-        self.driver.execute(self.driver.table.unregister(conv.identity_from_proto(request.broker)))
+        identity, address, state_version = conv.unregister_from_proto(request)
+        decision = self.driver.table.unregister(identity, address, state_version)
+        if isinstance(decision.reply, Rejected) and decision.reply.reason is not RouteRejection.BROKER_NOT_REGISTERED:
+            log.info("nameserver: unregister of %s from %s ignored (%s: %s)", identity.canonical_name, address,
+                     decision.reply.reason.value, decision.reply.detail)
+        self.driver.execute(decision)
         return pb.NameserverUnregisterBrokerResponse()
 
     @_rpc

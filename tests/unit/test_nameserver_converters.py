@@ -161,8 +161,46 @@ def test_register_then_route_through_the_servicer_and_rejections_carry_their_rea
     rogue = good_request(address="10.0.0.9:10911", topics_version=pb.NameserverDataVersion(state_version=2))
     reply, context = call(s, "RegisterBroker", rogue)
     assert context.code == grpc.StatusCode.FAILED_PRECONDITION and context.details.startswith("STALE_STATE_VERSION")
-    unknown = pb.NameserverUnregisterBrokerRequest(broker=pb.NameserverBrokerIdentity(cluster="C", broker_name="x"))
+    unknown = pb.NameserverUnregisterBrokerRequest(broker=pb.NameserverBrokerIdentity(cluster="C", broker_name="x"),
+                                                   address="10.0.0.9:10911")
     assert call(s, "UnregisterBroker", unknown)[1].details.startswith("BROKER_NOT_REGISTERED")
+
+
+def unregister_request(address: str, state_version: int = 0) -> pb.NameserverUnregisterBrokerRequest:
+    return pb.NameserverUnregisterBrokerRequest(
+        broker=pb.NameserverBrokerIdentity(cluster="DefaultCluster", broker_name="broker-a", broker_id=0),
+        address=address, state_version=state_version)
+
+
+def test_an_unregister_names_its_address_and_one_of_another_address_or_an_older_epoch_keeps_the_route():
+    s = servicer()
+    call(s, "RegisterBroker", good_request(address="127.0.0.1:20911", topics_version=pb.NameserverDataVersion(state_version=2)))
+    for request, field in ((unregister_request(""), "address"), (unregister_request("nohost"), "address"),
+                           (unregister_request("127.0.0.1:20911", -1), "state_version")):
+        reply, context = call(s, "UnregisterBroker", request)
+        assert reply is None and context.code == grpc.StatusCode.INVALID_ARGUMENT and field in context.details
+    # the old master, woken after its successor (127.0.0.1:20911, epoch 2) was elected
+    reply, context = call(s, "UnregisterBroker", unregister_request("127.0.0.1:10911", 1))
+    assert context.code == grpc.StatusCode.FAILED_PRECONDITION and context.details.startswith("HELD_BY_ANOTHER_ADDRESS")
+    reply, context = call(s, "UnregisterBroker", unregister_request("127.0.0.1:20911", 1))
+    assert context.code == grpc.StatusCode.FAILED_PRECONDITION and context.details.startswith("STALE_STATE_VERSION")
+    assert s.driver.table.route("T").brokers[0].addresses[0].address == "127.0.0.1:20911"
+    reply, context = call(s, "UnregisterBroker", unregister_request("127.0.0.1:20911", 2))
+    assert reply is not None and s.driver.table.route("T") is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(name=texts, broker_id=st.integers(min_value=-(2**62), max_value=2**62), address=texts,
+       state_version=st.integers(min_value=-(2**62), max_value=2**62))
+def test_unregister_never_crashes_on_any_input(name, broker_id, address, state_version):
+    s = servicer()
+    call(s, "RegisterBroker", good_request())
+    request = pb.NameserverUnregisterBrokerRequest(
+        broker=pb.NameserverBrokerIdentity(cluster="DefaultCluster", broker_name=name, broker_id=broker_id),
+        address=address, state_version=state_version)
+    reply, context = call(s, "UnregisterBroker", request)
+    assert reply is not None or context.code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND,
+                                                 grpc.StatusCode.FAILED_PRECONDITION), context.details
 
 
 def test_queue_routes_follow_read_and_write_queue_numbers():

@@ -1,6 +1,8 @@
 """The nameserver's route table: register, heartbeat expiry, route building, id-0 claims."""
 from __future__ import annotations
 
+import pytest
+
 from metadata.data_version import DataVersion
 from metadata.route_table import RouteTable, RouteTableOptions
 from metadata.route_types import (
@@ -80,12 +82,44 @@ def test_heartbeat_refreshes_liveness_and_asks_for_registration_when_versions_di
 def test_unregister_removes_and_empty_group_leaves_the_cluster():
     table = RouteTable()
     register(table, ident(), "a:1", topics("T"))
-    decision = table.unregister(ident())
+    decision = table.unregister(ident(), "a:1", 0)
     table.apply_all(decision.events)
     assert table.route("T") is None
     assert table.cluster_info().groups == ()
-    again = table.unregister(ident())
+    again = table.unregister(ident(), "a:1", 0)
     assert isinstance(again.reply, Rejected) and again.reply.reason is RouteRejection.BROKER_NOT_REGISTERED
+
+
+# (registered at, with stateVersion) x (unregister names address, stateVersion) -> removed, or the named reason
+UNREGISTER_CASES = [
+    ("own registration", ("old:1", 1), ("old:1", 1), None),
+    ("own, named with a newer stateVersion", ("old:1", 1), ("old:1", 2), None),
+    # a master stopped (SIGSTOP) past the election wakes, turns slave and unregisters its old id 0,
+    # which is by then its successor's registration
+    ("the successor's registration", ("new:1", 2), ("old:1", 1), RouteRejection.HELD_BY_ANOTHER_ADDRESS),
+    ("the successor's, even named with a larger epoch", ("new:1", 2), ("old:1", 3),
+     RouteRejection.HELD_BY_ANOTHER_ADDRESS),
+    # the same container registered the id again, with a newer epoch, before a late unregister arrived
+    ("a newer registration of the same address", ("old:1", 3), ("old:1", 1), RouteRejection.STALE_STATE_VERSION),
+]
+
+
+@pytest.mark.parametrize("registered, named, rejection", [c[1:] for c in UNREGISTER_CASES],
+                         ids=[c[0] for c in UNREGISTER_CASES])
+def test_an_unregister_removes_only_the_registration_it_names(registered, named, rejection):
+    table = RouteTable()
+    register(table, ident(), registered[0], topics("T", state_version=registered[1]))
+    register(table, ident(broker_id=1), "slave:1", topics("T", state_version=registered[1]))
+    decision = table.unregister(ident(), *named)
+    if rejection is None:
+        assert decision.events == (BrokerRemoved(ident(), RemovalReason.UNREGISTERED),) and decision.reply is None
+    else:
+        assert decision.events == () and isinstance(decision.reply, Rejected) and decision.reply.reason is rejection
+    table.apply_all(decision.events)
+    addresses = table.route("T").brokers[0].addresses
+    assert (0 in addresses) == (rejection is not None)
+    if rejection is not None:
+        assert addresses[0].address == registered[0]
 
 
 def test_two_id0_claims_prefer_the_larger_state_version():
@@ -138,7 +172,7 @@ def test_acting_group_without_master_routes_the_slave_as_id0_read_only():
     register(table, ident(), "master:1", topics("T"), enable_acting_master=True)
     register(table, ident(broker_id=1), "slave:1", topics("T"), enable_acting_master=True)
     register(table, ident("broker-b"), "b:1", topics("T"), enable_acting_master=True)
-    table.apply_all(table.unregister(ident()).events)
+    table.apply_all(table.unregister(ident(), "master:1", 0).events)
     groups = {g.broker_name: g for g in table.route("T").brokers}
     assert dict(groups["broker-a"].addresses).keys() == {0}
     assert groups["broker-a"].addresses[0].address == "slave:1"
@@ -154,7 +188,7 @@ def test_old_version_group_keeps_slave_id_and_write_perm():
     table = RouteTable(RouteTableOptions(support_acting_master=True))
     register(table, ident(), "master:1", topics("T"))
     register(table, ident(broker_id=1), "slave:1", topics("T"))
-    table.apply_all(table.unregister(ident()).events)
+    table.apply_all(table.unregister(ident(), "master:1", 0).events)
     group = table.route("T").brokers[0]
     assert dict(group.addresses).keys() == {1} and group.queue_data.perm == PERM_READ_WRITE
 
@@ -197,6 +231,6 @@ def test_the_acting_master_rewrite_moves_the_slaves_tls_endpoint_to_id0():
     register(table, ident(), "master:1091", topics("T"), enable_acting_master=True, tls_client_endpoint="master:8443")
     register(table, ident(broker_id=1), "slave:1091", topics("T"), enable_acting_master=True,
              tls_client_endpoint="slave:8443")
-    table.apply_all(table.unregister(ident()).events)
+    table.apply_all(table.unregister(ident(), "master:1091", 0).events)
     acting = table.route("T").brokers[0].addresses[0]
     assert acting == BrokerAddress("slave:1091", "slave:8081", "slave:8443")

@@ -6,8 +6,12 @@ Rules (container/admin_view.py holds the pure part):
   deadline.  A replica that does not answer is marked UNREACHABLE, a group without a
   registered master is marked so, and the query still answers with the rest, exit 0; the
   JSON document says ``"complete": false``.
-- Lag on a group without a reachable master is read from its slave and reported as
-  stranded, never as 0.
+- topic-status and consumer-progress ask a topic's groups' members as the nameserver
+  registered them (their own ids), not as the route shows them: the acting-master rewrite
+  moves an acting slave to id 0 there.  A slave acting for its absent master (its answer
+  says so) serves its group: its queues and lag are reported, marked as served by it.
+- Lag on a group nobody serves (no reachable master, no acting slave) is read from its
+  slave and reported as stranded, never as 0.
 - A name nobody knows (topic, consumer group, cluster, broker) is one line and exit 1.
 """
 from __future__ import annotations
@@ -45,6 +49,19 @@ async def _route(args: Any):
 
 def groups_of_route(route: Any) -> list[view.Group]:
     return [view.Group(b.cluster, b.broker_name, {i: a.address for i, a in b.addresses.items()}) for b in route.brokers]
+
+
+async def registered_groups_of_route(args: Any, route: Any) -> list[view.Group]:
+    """The route's groups with the members the nameserver registered, by their own ids (a
+    route shows a slave acting for its absent master as id 0)."""
+    registered = {(g.cluster, g.broker_name): g.members for g in await groups_of_cluster(args, None)}
+    return [view.Group(b.cluster, b.broker_name, registered.get((b.cluster, b.broker_name), {})) for b in route.brokers]
+
+
+def acting_ids(replies: dict[int, Any], broker_name: str) -> set[int]:
+    """The ids whose answer says they act for their absent master."""
+    return {i for i, r in replies.items() if not isinstance(r, view.Failure)
+            and any(b.acting and b.broker_id == i and b.broker_name == broker_name for b in r.brokers)}
 
 
 async def groups_of_cluster(args: Any, cluster: str | None) -> list[view.Group]:
@@ -141,27 +158,34 @@ async def _topic_status_of(group: view.Group, broker_id: int, address: str, args
 
 def topic_status(args: Any) -> int:
     async def collect() -> tuple[list[dict], list[view.GroupState]]:
-        groups = groups_of_route(await _route(args))
+        groups = await registered_groups_of_route(args, await _route(args))
         answers = await ask_groups(groups, lambda g, i, a: _topic_status_of(g, i, a, args))
         brokers, states = [], []
         for group, replies in zip(groups, answers):
-            states.append(view.replica_states(group, replies))
+            states.append(view.replica_states(group, replies, acting_ids(replies, group.broker_name)))
             for broker_id, reply in sorted(replies.items()):
                 if isinstance(reply, view.Failure):
                     continue
-                brokers += [{"brokerName": b.broker_name, "brokerId": b.broker_id, "role": b.role,
+                brokers += [{"brokerName": b.broker_name, "brokerId": b.broker_id, "role": b.role, "acting": b.acting,
                              "address": group.members[broker_id],
                              "queues": [{"queueId": q.queue_id, "minOffset": q.min_offset, "maxOffset": q.max_offset,
                                          "lastUpdateMs": q.last_update_ms} for q in b.queues]}
                             for b in reply.brokers if b.broker_id == broker_id]
         return brokers, states
     brokers, states = _run(collect())
+    # complete: every group answered, from every registered replica and its master
     document = {"topic": args.topic, "brokers": brokers, "groups": [s.to_json() for s in states],
                 "complete": all(r["state"] == view.OK for s in states for r in s.replicas)}
     return _emit(args, document, lambda d: "\n".join([table(
-        ["BROKER", "ID", "QUEUE", "MIN OFFSET", "MAX OFFSET", "LAST UPDATE MS"],
-        [[b["brokerName"], b["brokerId"], q["queueId"], q["minOffset"], q["maxOffset"], q["lastUpdateMs"]]
-         for b in d["brokers"] for q in b["queues"]])] + view.unreachable_lines(states)))
+        ["BROKER", "ID", "QUEUE", "MIN OFFSET", "MAX OFFSET", "LAST UPDATE MS", "SERVED BY"],
+        [[b["brokerName"], b["brokerId"], q["queueId"], q["minOffset"], q["maxOffset"], q["lastUpdateMs"],
+          _served_by(b)] for b in d["brokers"] for q in b["queues"]])] + view.unreachable_lines(states)))
+
+
+def _served_by(broker: dict) -> str:
+    if broker["acting"]:
+        return "acting slave"
+    return "master" if broker["brokerId"] == view.MASTER_ID else "-"
 
 
 # ---------------------------------------------------------------- consumer-progress
@@ -179,10 +203,11 @@ def _known(reply: Any, broker_id: int) -> tuple[bool, int]:
 
 def consumer_progress(args: Any) -> int:
     async def collect() -> dict:
-        groups = groups_of_route(await _route(args)) if args.topic else await groups_of_cluster(args, args.cluster)
+        groups = (await registered_groups_of_route(args, await _route(args)) if args.topic
+                  else await groups_of_cluster(args, args.cluster))
         answers = await ask_groups(groups, lambda g, i, a: try_call(a, "ConsumerProgress", apb.AdminConsumerProgressRequest(
             broker_name=g.broker_name, group=args.group, topic=args.topic or ""), args.timeout_ms))
-        states = [view.replica_states(g, r) for g, r in zip(groups, answers)]
+        states = [view.replica_states(g, r, acting_ids(r, g.broker_name)) for g, r in zip(groups, answers)]
         answered = [(g, i, r) for g, replies in zip(groups, answers) for i, r in replies.items()
                     if not isinstance(r, view.Failure)]
         if view.unknown_group([_known(r, i) for _, i, r in answered]):

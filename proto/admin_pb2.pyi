@@ -145,16 +145,18 @@ class AdminQueueStatus(_message.Message):
     def __init__(self, queue_id: _Optional[int] = ..., min_offset: _Optional[int] = ..., max_offset: _Optional[int] = ..., last_update_ms: _Optional[int] = ...) -> None: ...
 
 class AdminBrokerTopicStatus(_message.Message):
-    __slots__ = ("broker_name", "broker_id", "role", "queues")
+    __slots__ = ("broker_name", "broker_id", "role", "queues", "acting")
     BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
     QUEUES_FIELD_NUMBER: _ClassVar[int]
+    ACTING_FIELD_NUMBER: _ClassVar[int]
     broker_name: str
     broker_id: int
     role: str
     queues: _containers.RepeatedCompositeFieldContainer[AdminQueueStatus]
-    def __init__(self, broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ..., role: _Optional[str] = ..., queues: _Optional[_Iterable[_Union[AdminQueueStatus, _Mapping]]] = ...) -> None: ...
+    acting: bool
+    def __init__(self, broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ..., role: _Optional[str] = ..., queues: _Optional[_Iterable[_Union[AdminQueueStatus, _Mapping]]] = ..., acting: _Optional[bool] = ...) -> None: ...
 
 class AdminTopicStatusResponse(_message.Message):
     __slots__ = ("topic", "brokers")
@@ -191,16 +193,18 @@ class AdminQueueProgress(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., queue_id: _Optional[int] = ..., broker_offset: _Optional[int] = ..., consumer_offset: _Optional[int] = ..., inflight: _Optional[int] = ..., lag: _Optional[int] = ...) -> None: ...
 
 class AdminBrokerProgress(_message.Message):
-    __slots__ = ("broker_name", "broker_id", "queues", "group_known")
+    __slots__ = ("broker_name", "broker_id", "queues", "group_known", "acting")
     BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     QUEUES_FIELD_NUMBER: _ClassVar[int]
     GROUP_KNOWN_FIELD_NUMBER: _ClassVar[int]
+    ACTING_FIELD_NUMBER: _ClassVar[int]
     broker_name: str
     broker_id: int
     queues: _containers.RepeatedCompositeFieldContainer[AdminQueueProgress]
     group_known: bool
-    def __init__(self, broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ..., queues: _Optional[_Iterable[_Union[AdminQueueProgress, _Mapping]]] = ..., group_known: _Optional[bool] = ...) -> None: ...
+    acting: bool
+    def __init__(self, broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ..., queues: _Optional[_Iterable[_Union[AdminQueueProgress, _Mapping]]] = ..., group_known: _Optional[bool] = ..., acting: _Optional[bool] = ...) -> None: ...
 
 class AdminConsumerProgressResponse(_message.Message):
     __slots__ = ("group", "brokers")

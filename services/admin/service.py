@@ -215,7 +215,7 @@ class BrokerAdminServicer(pb_grpc.BrokerAdminServicer):
                 continue
             queues = [conv.queue_status_to_proto(q) for q in statuses]
             replies.append(pb.AdminBrokerTopicStatus(broker_name=broker.name, broker_id=broker.broker_id,
-                                                     role=broker.role, queues=queues))
+                                                     role=broker.role, queues=queues, acting=broker.is_acting))
         return pb.AdminTopicStatusResponse(topic=topic, brokers=replies)
 
     @_rpc
@@ -227,7 +227,7 @@ class BrokerAdminServicer(pb_grpc.BrokerAdminServicer):
             rows = [conv.progress_to_proto(p) for p in broker.consumer_progress(group, topic)]
             known = group in broker.group_table().groups or bool(rows)
             replies.append(pb.AdminBrokerProgress(broker_name=broker.name, broker_id=broker.broker_id, queues=rows,
-                                                  group_known=known))
+                                                  group_known=known, acting=broker.is_acting))
         return pb.AdminConsumerProgressResponse(group=group, brokers=replies)
 
     @_rpc

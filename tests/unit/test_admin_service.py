@@ -25,6 +25,7 @@ class FakeAdminBroker:
         self.groups = SubscriptionGroupTable()
         self.offsets = ConsumerOffsetTable(DataVersion(0, 5, 2)).with_offsets({("T", "G", 0): 7}, DataVersion(0, 6, 3))
         self.max_offsets: dict[tuple[str, int], int] = {}
+        self.is_acting = False
 
     @property
     def role(self) -> str:
@@ -177,6 +178,17 @@ def test_groups_keep_unsent_fields_and_progress_reports_lag():
     progress, _ = call(servicer, "ConsumerProgress", pb.AdminConsumerProgressRequest(group="G", broker_name="broker-a"))
     row = progress.brokers[0].queues[0]
     assert (row.broker_offset, row.consumer_offset, row.lag) == (10, 7, 3)
+
+
+def test_topic_status_and_progress_say_which_broker_acts_for_its_absent_master():
+    servicer, master, slave, _ = make()
+    call(servicer, "CreateOrUpdateTopic", topic_request(queues=1))
+    slave.topics, slave.is_acting = master.topics, True  # broker-b's slave, acting while its master is gone
+    status, _ = call(servicer, "TopicStatus", pb.AdminTopicStatusRequest(topic="T"))
+    assert [(b.broker_name, b.role, b.acting) for b in status.brokers] == [("broker-a", "MASTER", False),
+                                                                         ("broker-b", "SLAVE", True)]
+    progress, _ = call(servicer, "ConsumerProgress", pb.AdminConsumerProgressRequest(group="G"))
+    assert [(b.broker_name, b.acting) for b in progress.brokers] == [("broker-a", False), ("broker-b", True)]
 
 
 def test_get_consumer_offsets_returns_the_document_and_identity():

@@ -29,6 +29,7 @@ SUBCOMMAND_MODULES = (
     "container.cli_acting",  # admin broker-member-group
     "container.cli_controller",  # controller, admin controller commands
     "container.cli_offset_diff",  # offset-diff
+    "container.cli_acl",  # admin: users and ACLs, migrate-acl
 )
 # old option spellings still accepted, not shown in help
 HIDDEN_OPTION_STRINGS = frozenset({"--broker-name", "-bn"})
@@ -77,6 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     admin = subparsers.add_parser("admin", help="administer a running cluster (mqadmin's operations)",
                                   formatter_class=HelpFormatter)
+    admin.add_argument("--access-key", default=None, metavar="KEY",
+                       help="sign admin calls as this user (needed where authorizationEnabled); "
+                            "default: $RELAYMQ_ACCESS_KEY")
+    admin.add_argument("--secret-key", default=None, metavar="SECRET",
+                       help="the user's secret (visible to other local users in the process list: "
+                            "prefer $RELAYMQ_SECRET_KEY)")
     admin_sub = admin.add_subparsers(dest="admin_command", metavar="ADMIN_COMMAND")
     parser.set_defaults(handler=lambda args: _help(parser))
     admin.set_defaults(handler=lambda args: _help(admin))
@@ -94,6 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if args.command == "admin":
+            from container.cli_admin import set_caller_credentials
+            set_caller_credentials(args)
         result = args.handler(args)
     except CliError as exc:
         print(f"relaymq: {exc}", file=sys.stderr)

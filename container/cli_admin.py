@@ -17,19 +17,24 @@ Rules:
 - Output is an aligned table for people, or one JSON document with ``--json``.
 - An unreachable nameserver or container, or a refusal, is one line on stderr and exit 1;
   never a traceback.
+- Credentials (``relaymq admin --access-key K --secret-key S``, else ``RELAYMQ_ACCESS_KEY``
+  and ``RELAYMQ_SECRET_KEY``) sign every call to a container's admin endpoint
+  (:func:`set_caller_credentials`); a container with ``authorizationEnabled`` refuses calls
+  without them.  Nameserver queries are not signed (the nameserver authenticates nobody).
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
+import os
 import re
 from typing import Any, Callable
 
 from container.cli import CliError, add_command
 from metadata.names import GROUP_MAX_LENGTH, TOPIC_MAX_LENGTH, is_valid_group_name, is_valid_topic_name
 from proto import admin_pb2 as apb
-from services.admin.client import AdminClient, AdminError, AdminUnavailable
+from services.admin.client import CALLER_CREDENTIALS, AdminClient, AdminError, AdminUnavailable, Credentials
 from services.nameserver.client import ClusterMember, NameserverClient, NameserverError, NameserverUnavailable
 
 DEFAULT_NAMESRV = "127.0.0.1:9876"
@@ -40,6 +45,17 @@ _HOST_PORT = re.compile(r"^[A-Za-z0-9_.:\[\]-]+:\d{1,5}$")
 
 
 # ---------------------------------------------------------------- plumbing
+
+def set_caller_credentials(args: Any) -> None:
+    """Sign this process's admin calls with the flags' or the environment's credentials."""
+    access_key = args.access_key if args.access_key is not None else os.environ.get("RELAYMQ_ACCESS_KEY", "")
+    secret_key = args.secret_key if args.secret_key is not None else os.environ.get("RELAYMQ_SECRET_KEY", "")
+    if bool(access_key) != bool(secret_key):
+        missing = "--secret-key (or RELAYMQ_SECRET_KEY)" if access_key else "--access-key (or RELAYMQ_ACCESS_KEY)"
+        raise CliError(f"admin credentials need both keys: {missing} is missing", 2)
+    if access_key:
+        CALLER_CREDENTIALS.set(Credentials(access_key, secret_key))
+
 
 def _run(coroutine: Any) -> Any:
     try:

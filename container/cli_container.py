@@ -43,7 +43,7 @@ def build_container(config_path: str, broker_paths: str | None):
     from container.config import load_container_config
     from container.hosted_broker import bind_broker
     from container.runtime import BrokerContainer
-    from container.security import load_accounts, load_tls_material
+    from container.security import load_accounts, load_acl_store, load_inner_credentials, load_tls_material
     from metadata.config import bind
     from services.messaging.config import MessagingConfig
     from services.nameserver.config import NamesrvConfig
@@ -58,7 +58,9 @@ def build_container(config_path: str, broker_paths: str | None):
     messaging = bind(MessagingConfig, values, config_path)
     tls = load_tls_material(config, config_path)
     accounts = load_accounts(messaging, config_path)
-    return BrokerContainer(config, specs, messaging, config_path, nameserver_values=values, tls=tls, accounts=accounts)
+    acl_store = load_acl_store(messaging, config_path)
+    return BrokerContainer(config, specs, messaging, config_path, nameserver_values=values, tls=tls, accounts=accounts,
+                           acl_store=acl_store, inner_credentials=load_inner_credentials(messaging, config_path))
 
 
 async def serve(container) -> None:

@@ -37,6 +37,17 @@ IGNORED_ROCKETMQ_KEYS = frozenset({
 })
 
 
+def refuse_plain_acl(values: Mapping[str, Any], where: str) -> None:
+    """``aclEnable = true`` asked for RocketMQ 4.x's plain ACL, which RelayMQ does not have:
+    refused, pointing at ACL 2.0 (false is ignored, logged, as the other ignored keys)."""
+    value = values.get("aclEnable")
+    if value is True or (isinstance(value, str) and value.strip().lower() == "true"):
+        raise ConfigError(where, "aclEnable", "RocketMQ 4.x's plain ACL is not supported; use ACL 2.0: "
+                                              "authenticationEnabled, authorizationEnabled and authorizationMetadataFile "
+                                              "(docs/security.md); relaymq admin migrate-acl --file plain_acl.yml "
+                                              "converts a plain_acl.yml")
+
+
 @dataclass(frozen=True)
 class ContainerConfig:
     broker_container_ip: str = config_field("brokerContainerIP", "127.0.0.1", doc="host advertised to clients and the nameserver")
@@ -124,6 +135,7 @@ def load_container_config(path: Path | str, broker_paths: str | None = None,
     path = Path(path)
     document = load_config_file(path)
     keys = _container_keys(document)
+    refuse_plain_acl(keys, str(path))
     ignored = set()
     for key in unknown_keys(keys, ContainerConfig, *also):
         if key not in IGNORED_ROCKETMQ_KEYS:

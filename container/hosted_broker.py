@@ -25,7 +25,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from container.config import IGNORED_ROCKETMQ_KEYS, BrokerEntry, ContainerConfig
+from container.config import IGNORED_ROCKETMQ_KEYS, BrokerEntry, ContainerConfig, refuse_plain_acl
 from metadata.config import ConfigError, bind, unknown_keys
 from ha.replication.config import HaConfig
 from scheduler.clock import Clock
@@ -70,6 +70,7 @@ class BrokerSpec:
 
 def bind_broker(entry: BrokerEntry, container: ContainerConfig) -> BrokerSpec:
     values = dict(entry.values)
+    refuse_plain_acl(values, entry.where)
     for key in unknown_keys(values, BrokerConfig, StoreConfig, HaConfig):
         if key not in IGNORED_ROCKETMQ_KEYS:
             raise ConfigError(entry.where, key, "unknown key")
@@ -228,18 +229,21 @@ async def open_broker(spec: BrokerSpec, clock: Clock, sink: TransactionCheckSink
     return HostedBroker(spec, store, broker, replica, lock=lock)
 
 
-async def start_replication(hosted: HostedBroker, clock: Clock, master_address, on_topics_changed=None) -> None:
+async def start_replication(hosted: HostedBroker, clock: Clock, master_address, on_topics_changed=None,
+                            credentials=None) -> None:
     """A configured slave starts copying from ``await master_address()``; every broker that may
     be a slave syncs its metadata (topics, groups, offsets, timer checkpoint) from its master."""
     if hosted.controller_mode:
         return
     if not hosted.spec.broker.is_master:
         await hosted.replica.become_slave(master_address)
-        start_metadata_sync(hosted, clock, master_address, on_topics_changed)
+        start_metadata_sync(hosted, clock, master_address, on_topics_changed, credentials)
 
 
-def start_metadata_sync(hosted: HostedBroker, clock: Clock, master_address, on_topics_changed=None) -> None:
-    hosted.metadata_sync = MetadataSync(hosted.broker, master_address, clock, on_topics_changed)
+def start_metadata_sync(hosted: HostedBroker, clock: Clock, master_address, on_topics_changed=None,
+                        credentials=None) -> None:
+    """``credentials`` sign the sync's admin calls (``innerClientAuthenticationCredentials``)."""
+    hosted.metadata_sync = MetadataSync(hosted.broker, master_address, clock, on_topics_changed, credentials)
     hosted.replica.add_metadata_listener(hosted.metadata_sync.sync_soon)
     hosted.tasks = PeriodicTasks(f"replication {hosted.spec.canonical_name}")
     hosted.metadata_sync.declare_on(hosted.tasks, initial_delay_ms=1_000)
@@ -247,10 +251,10 @@ def start_metadata_sync(hosted: HostedBroker, clock: Clock, master_address, on_t
 
 
 def start_controller_mode(hosted: HostedBroker, address: str, heartbeat_interval_ms: int, clock: Clock,
-                          on_role_changed, on_topics_changed=None) -> None:
+                          on_role_changed, on_topics_changed=None, credentials=None) -> None:
     """Controller mode: the broker registers with the controller, which gives it its role."""
     hosted.manager = ReplicasManager(hosted, address, heartbeat_interval_ms, clock, on_role_changed)
-    start_metadata_sync(hosted, clock, hosted.manager.current_master_address, on_topics_changed)
+    start_metadata_sync(hosted, clock, hosted.manager.current_master_address, on_topics_changed, credentials)
     hosted.manager.start()
 
 

@@ -31,21 +31,26 @@ from container.hosted_broker import (BrokerSpec, HostedBroker, check_unique, clo
 from container.ports import check_ports_free
 from container.registration import Registration
 from container.security import TlsMaterial
-from metadata.authentication import Accounts
+from metadata.authentication import AccountSource
 from metadata.config import ConfigError
 from scheduler.clock import Clock, SystemClock
 from scheduler.pop.backlog_board import BoardSettings
 from scheduler.periodic import PeriodicTasks
 from proto import acting_pb2_grpc, backlog_pb2_grpc
 from services.acting.client import ActingClient
+from services.admin.client import Credentials
 from services.acting.escape import EscapeBridge
 from services.acting.service import ActingServicer
+from services.access.acl_admin import add_acl_admin_service
+from services.access.acl_store import AclStore
+from services.access.admin_gate import AdminGate
 from services.metrics import CONSUMER_LAG, REGISTRY, STORE_SIZE
 from services.status_metrics import STATUS, hosted_broker_source
 from services.ha.converters import MAX_FRAME_BYTES
 from services.ha.service import HaListener, add_ha_service
 from services.messaging.config import MessagingConfig
 from services.messaging.backlog_probe import BacklogProbe, BacklogServicer
+from services.messaging.access import ClientAccess
 from services.messaging.broker_port import Relays
 from services.messaging.server import add_broker_port, add_messaging_services, broker_port_options, server_options
 from services.health import HealthService
@@ -57,16 +62,24 @@ log = logging.getLogger(__name__)
 class BrokerContainer:
     def __init__(self, config: ContainerConfig, specs: list[BrokerSpec], messaging: MessagingConfig,
                  where: str, nameserver_values: Mapping[str, object] | None = None, clock: Clock | None = None,
-                 tls: TlsMaterial | None = None, accounts: Accounts | None = None):
-        """``tls`` must be given when ``grpcTlsPort`` is set (``container.security`` reads it)."""
+                 tls: TlsMaterial | None = None, accounts: AccountSource | None = None,
+                 acl_store: AclStore | None = None, inner_credentials: Credentials | None = None):
+        """``tls`` must be given when ``grpcTlsPort`` is set, ``acl_store`` when
+        ``authorizationEnabled`` (``container.security`` reads both); the store's users are
+        the accounts when it is given; ``inner_credentials`` sign this container's own admin calls
+        to other containers (``innerClientAuthenticationCredentials``)."""
         assert tls is not None or not config.grpc_tls_port, "grpcTlsPort needs its certificate and key"
+        assert acl_store is not None or not messaging.authorization_enabled, "authorization needs its ACL store"
         check_unique(specs)
         self.config = config
         self.specs = list(specs)
         self.messaging = messaging
         self.where = where
         self.tls = tls
-        self.accounts = accounts
+        self.acl_store = acl_store
+        self.accounts = acl_store if acl_store is not None else accounts
+        self.access = ClientAccess(acl_store) if messaging.authorization_enabled else None
+        self.inner_credentials = inner_credentials
         self.clock = clock or SystemClock()
         self.hosted: dict[str, HostedBroker] = {}
         self.directory = ContainerDirectory(self)
@@ -125,6 +138,9 @@ class BrokerContainer:
         self.tasks.declare("register-brokers", self.config.register_period_ms, self.registration.register_all, self.config.register_period_ms)
         self.tasks.declare("heartbeat", self.config.heartbeat_interval_ms, self.registration.heartbeat_all, self.config.heartbeat_interval_ms)
         self.tasks.declare("store-metrics", 5_000, self._refresh_store_metrics, 1_000)
+        if self.acl_store is not None:
+            interval = self.messaging.authorization_metadata_watch_interval_ms
+            self.tasks.declare("acl-file-watch", interval, self.acl_store.maybe_reload, interval)
         self.tasks.start()
         self.backlog.start()
         log.info("container started: client endpoint %s:%d%s, admin %s:%d, brokers %s", self.config.broker_container_ip,
@@ -157,7 +173,8 @@ class BrokerContainer:
     async def _start_servers(self) -> None:
         self._client_server = grpc.aio.server(options=server_options(self.messaging))
         self.directory.attach_registry(add_messaging_services(self._client_server, self.directory, self.messaging, self.clock,
-                                                              accounts=self.accounts, guard=self.guard))
+                                                              accounts=self.accounts, guard=self.guard,
+                                                              access=self.access))
         for hosted in self.hosted.values():
             await self._start_broker_port(hosted)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, GuardedServer(self._client_server, self.guard))
@@ -173,8 +190,13 @@ class BrokerContainer:
         from container.admin_adapter import ContainerAdmin
 
         internal = GuardedServer(self._internal_server, self.guard)
-        add_admin_service(internal, ContainerAdmin(self), on_topics_changed=self._topics_changed,
+        admin = internal
+        if self.access is not None:  # every admin call signed and allowed (services.access.admin_gate)
+            admin = AdminGate(internal, self.acl_store, self.clock.now_ms, self.messaging.authentication_max_clock_skew_ms,
+                              self._cluster_of)
+        add_admin_service(admin, ContainerAdmin(self), on_topics_changed=self._topics_changed,
                           load_config=lambda path: load_config_file(Path(path)))
+        add_acl_admin_service(admin, self.acl_store if self.access is not None else None)
         add_ha_service(internal, self.replication_master, lambda: self._ha_listener.port, self.client_endpoint_for)
         acting_pb2_grpc.add_ActingServiceServicer_to_server(ActingServicer(ContainerActing(self)), internal)
         backlog_pb2_grpc.add_BacklogServiceServicer_to_server(BacklogServicer(ContainerBacklog(self)), internal)
@@ -198,7 +220,7 @@ class BrokerContainer:
         server = grpc.aio.server(options=broker_port_options(self.messaging))
         add_broker_port(server, hosted.replica, self.directory.pinned(hosted.name), self.messaging, self.clock,
                         self.directory.registry, self._relays, accounts=self.accounts, guard=self.guard,
-                        acting=lambda: hosted.broker.is_acting)
+                        acting=lambda: hosted.broker.is_acting, access=self.access)
         self.ports[f"broker:{hosted.name}"] = self._bind(server, f"listenPort of {hosted.name}",
                                                           self.config.client_bind_host, port)
         await server.start()
@@ -209,6 +231,16 @@ class BrokerContainer:
         self.ports.pop(f"broker:{name}", None)
         if server is not None:
             await server.stop(grace_s)
+
+    def _cluster_of(self, request) -> str:
+        """The cluster an admin request is about: the one it names, its broker's, else the first
+        hosted broker's (authorization's ``Cluster:<name>`` resource)."""
+        named = getattr(request, "cluster", "")
+        if isinstance(named, str) and named:
+            return named
+        broker = getattr(request, "broker_name", "")
+        specs = [h.spec for h in self.hosted.values() if h.name == broker] or self.specs
+        return specs[0].broker.broker_cluster_name if specs else ""
 
     def client_endpoint_for(self, broker_name: str) -> str:
         """Where this container serves ``broker_name``'s clients: its listenPort, else the container's."""
@@ -265,7 +297,8 @@ class BrokerContainer:
             hosted.acting.bridge = EscapeBridge(hosted.name, spec.broker, self.clock, lambda: self._local_masters(hosted.name),
                                                 self._route_of, self.acting_client)
         await start_replication(hosted, self.clock, lambda: self._master_address(hosted),
-                                on_topics_changed=lambda: self._topics_changed(hosted.name))
+                                on_topics_changed=lambda: self._topics_changed(hosted.name),
+                                credentials=self.inner_credentials)
         if "admin" in self.ports:  # added at runtime: the servers are up
             await self._start_broker_port(hosted)
             self._start_controller_mode(hosted)
@@ -303,7 +336,8 @@ class BrokerContainer:
         address = f"{self.config.admin_bind_address}:{self.ports['admin']}"
         start_controller_mode(hosted, address, self.config.heartbeat_interval_ms, self.clock,
                               on_role_changed=lambda: self._role_changed(hosted),
-                              on_topics_changed=lambda: self._topics_changed(hosted.name))
+                              on_topics_changed=lambda: self._topics_changed(hosted.name),
+                              credentials=self.inner_credentials)
 
     async def _role_changed(self, hosted: HostedBroker) -> None:
         if self.registration is not None:

@@ -1,4 +1,5 @@
-"""Reading the files the client endpoint's security needs: TLS certificate and key, accounts.
+"""Reading the files the client endpoint's security needs: TLS certificate and key, accounts,
+users and ACLs; and the key combinations refused at start (:func:`check_access_keys`).
 
 Rules:
 - Read and checked once, before anything starts; every problem is a :class:`ConfigError`
@@ -11,6 +12,7 @@ Rules:
 """
 from __future__ import annotations
 
+import json
 import re
 import ssl
 from dataclasses import dataclass
@@ -20,6 +22,8 @@ from container.config import ContainerConfig
 from container.config_loader import load_config_file
 from metadata.authentication import Accounts, accounts_from_document
 from metadata.config import ConfigError
+from services.access.acl_store import AclStore
+from services.admin.client import Credentials
 from services.messaging.config import MessagingConfig
 
 MAX_FILE_BYTES = 1 << 20
@@ -103,14 +107,73 @@ def load_tls_material(config: ContainerConfig, where: str) -> TlsMaterial | None
     return TlsMaterial(certificate, private_key, cert_path, key_path)
 
 
+DEFAULT_AUTHENTICATION_PROVIDER = "org.apache.rocketmq.auth.authentication.provider.DefaultAuthenticationProvider"
+DEFAULT_AUTHORIZATION_PROVIDER = "org.apache.rocketmq.auth.authorization.provider.DefaultAuthorizationProvider"
+
+
+def check_access_keys(config: MessagingConfig, where: str) -> None:
+    """The combinations of authentication and authorization keys RelayMQ refuses to start with."""
+    if config.authentication_provider.strip() not in ("", DEFAULT_AUTHENTICATION_PROVIDER):
+        raise ConfigError(where, "authenticationProvider", f"{config.authentication_provider!r}: only "
+                                                           f"{DEFAULT_AUTHENTICATION_PROVIDER} (the MQv2-HMAC-SHA1 "
+                                                           "signature) is supported")
+    if config.authorization_provider.strip() not in ("", DEFAULT_AUTHORIZATION_PROVIDER):
+        raise ConfigError(where, "authorizationProvider", f"{config.authorization_provider!r}: only "
+                                                          f"{DEFAULT_AUTHORIZATION_PROVIDER} (ACL 2.0 policies) is "
+                                                          "supported")
+    if config.authorization_enabled and not config.authentication_enabled:
+        raise ConfigError(where, "authorizationEnabled", "needs authenticationEnabled = true: without authentication "
+                                                         "every caller could claim any user, a super user included "
+                                                         "(RocketMQ #11178)")
+    if config.authorization_enabled and not config.authorization_metadata_file:
+        raise ConfigError(where, "authorizationMetadataFile", "is required when authorizationEnabled is true (the "
+                                                              "users and ACLs to enforce)")
+    if config.authorization_metadata_file and config.authentication_accounts_file:
+        raise ConfigError(where, "authenticationAccountsFile", "give either it or authorizationMetadataFile: with "
+                                                               "authorizationMetadataFile its users are the accounts")
+
+
+def load_acl_store(config: MessagingConfig, where: str) -> AclStore | None:
+    """The users and ACLs of ``authorizationMetadataFile`` (version 1), None when it is not set.
+    A file that does not parse is a ConfigError naming its line."""
+    check_access_keys(config, where)
+    if not config.authorization_metadata_file:
+        return None
+    path = resolve(Path(where).resolve().parent, config.authorization_metadata_file)
+    if path.suffix.lower() != ".toml":
+        raise ConfigError(where, "authorizationMetadataFile", f"{path}: must be a .toml file of [[users]] and [[acls]]")
+    _read(where, "authorizationMetadataFile", path)  # names the config key when the file is missing
+    return AclStore.open(path)
+
+
 def load_accounts(config: MessagingConfig, where: str) -> Accounts | None:
-    """The accounts authenticated calls are checked against; None when none are configured."""
+    """The accounts authenticated calls are checked against; None when none are configured
+    (or when ``authorizationMetadataFile`` gives them: :func:`load_acl_store`)."""
+    check_access_keys(config, where)
     if not config.authentication_accounts_file:
-        if config.authentication_enabled:
-            raise ConfigError(where, "authenticationAccountsFile", "is required when authenticationEnabled is true")
+        if config.authentication_enabled and not config.authorization_metadata_file:
+            raise ConfigError(where, "authenticationAccountsFile", "is required when authenticationEnabled is true "
+                                                                   "(or authorizationMetadataFile, whose users are "
+                                                                   "then the accounts)")
         return None
     path = resolve(Path(where).resolve().parent, config.authentication_accounts_file)
     if path.suffix.lower() != ".toml":
         raise ConfigError(where, "authenticationAccountsFile", f"{path}: must be a .toml file of [[accounts]] tables")
     _read(where, "authenticationAccountsFile", path)  # names the config key when the file is missing
     return accounts_from_document(load_config_file(path), str(path))
+
+
+def load_inner_credentials(config: MessagingConfig, where: str) -> Credentials | None:
+    """``innerClientAuthenticationCredentials`` (RocketMQ's JSON), None when not set."""
+    text = config.inner_client_authentication_credentials.strip()
+    if not text:
+        return None
+    key = "innerClientAuthenticationCredentials"
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise ConfigError(where, key, 'is not JSON: write {"accessKey": "...", "secretKey": "..."}') from None
+    if not isinstance(value, dict) or set(value) != {"accessKey", "secretKey"} or \
+            not all(isinstance(v, str) and v for v in value.values()):
+        raise ConfigError(where, key, 'must be {"accessKey": "...", "secretKey": "..."} with two non-empty strings')
+    return Credentials(value["accessKey"], value["secretKey"])

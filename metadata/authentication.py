@@ -28,7 +28,7 @@ import hmac
 import re
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol
 
 from metadata.config import ConfigError
 
@@ -74,6 +74,18 @@ class Accounts:
 
     def secret_key(self, access_key: str) -> str | None:
         return self.secret_keys.get(access_key)
+
+    def disabled(self, access_key: str) -> bool:
+        """An accounts file has no disabled accounts (an ACL file's users may be disabled)."""
+        return False
+
+
+class AccountSource(Protocol):
+    """Where signatures are checked: :class:`Accounts`, or the users of an ACL store."""
+
+    def secret_key(self, access_key: str) -> str | None: ...
+
+    def disabled(self, access_key: str) -> bool: ...
 
 
 def sign(secret_key: str, date_time: str) -> str:
@@ -137,12 +149,28 @@ def _skewed(stamp_ms: int, now_ms: int, local_offset_ms: int, max_skew_ms: int) 
     return min(abs(stamp_ms - now_ms), abs(stamp_ms - (now_ms + local_offset_ms))) > max_skew_ms
 
 
-def verify(accounts: Accounts, authorization: str, date_time: str, now_ms: int, local_offset_ms: int,
+def verify(accounts: AccountSource, authorization: str, date_time: str, now_ms: int, local_offset_ms: int,
            max_skew_ms: int) -> Rejection | None:
     """None when the call is signed by a known account at about the right time.
 
     ``max_skew_ms`` 0 means the date-time is not checked against the clock.
     """
+    return verify_caller(accounts, authorization, date_time, now_ms, local_offset_ms, max_skew_ms)[1]
+
+
+def verify_caller(accounts: AccountSource, authorization: str, date_time: str, now_ms: int, local_offset_ms: int,
+                  max_skew_ms: int) -> tuple[str, Rejection | None]:
+    """(the access key the call is signed with, None) when :func:`verify` accepts it, else
+    ("", the rejection).  The access key is the authenticated subject; nothing else in the
+    call's metadata names who the caller is."""
+    rejection = _check(accounts, authorization, date_time, now_ms, local_offset_ms, max_skew_ms)
+    if isinstance(rejection, Rejection):
+        return "", rejection
+    return rejection, None
+
+
+def _check(accounts: AccountSource, authorization: str, date_time: str, now_ms: int, local_offset_ms: int,
+           max_skew_ms: int) -> Rejection | str:
     if not authorization:
         return Rejection.NO_AUTHORIZATION
     try:
@@ -166,7 +194,7 @@ def verify(accounts: Accounts, authorization: str, date_time: str, now_ms: int, 
         return Rejection.BAD_SIGNATURE
     if _skewed(stamp_ms, now_ms, local_offset_ms, max_skew_ms):
         return Rejection.DATE_TIME_SKEWED
-    return None
+    return header.access_key
 
 
 # ---------------------------------------------------------------- the accounts file

@@ -24,6 +24,12 @@ class SystemClock:
         return time.monotonic_ns() // 1_000_000
 
 
+def utc_offset_ms(now_ms: int) -> int:
+    """The host's local time minus UTC at ``now_ms`` (the official clients sign their local
+    time suffixed Z, so signature checks accept either)."""
+    return time.localtime(now_ms // 1000).tm_gmtoff * 1000
+
+
 class ManualClock:
     """A clock that moves only when told to; for tests and simulations."""
 

@@ -37,6 +37,9 @@ ROUTES_SERVED = Counter("relaymq_nameserver_routes_served", "Route queries the n
                         ["result"], registry=REGISTRY)
 BAD_REQUESTS = Counter("relaymq_bad_requests", "Requests that did not parse, by gRPC service and method (services/request_guard.py)",
                        ["service", "method"], registry=REGISTRY)
+AUTHORIZATION_DENIED = Counter("relaymq_authorization_denied", "Client RPCs and admin commands refused by "
+                               "authorization, by method and reason (metadata.authorization.AccessReason)",
+                               ["method", "reason"], registry=REGISTRY)
 
 _CHILDREN: dict[tuple[int, tuple[str, ...]], object] = {}
 

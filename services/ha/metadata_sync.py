@@ -33,7 +33,7 @@ from metadata.replica_metadata import MASTER_ID, Adopt, Adoption, SyncDirection,
 from proto import admin_pb2 as pb
 from scheduler.clock import Clock
 from scheduler.periodic import PeriodicTasks
-from services.admin.client import AdminClient, AdminRejected, AdminUnavailable
+from services.admin.client import AdminClient, AdminRejected, AdminUnavailable, Credentials
 from services.admin.replica_converters import BadReplicaReply, replica_metadata_from_proto
 from services.broker.replica_metadata import adopt
 
@@ -84,12 +84,15 @@ class SyncReport:
 
 class MetadataSync:
     def __init__(self, broker, master_admin_address: AddressSource, clock: Clock,
-                 on_topics_changed: TopicsChanged | None = None):
+                 on_topics_changed: TopicsChanged | None = None, credentials: Credentials | None = None):
         """``broker``: the slave :class:`services.broker.broker.Broker`; ``master_admin_address``:
         the admin (internal) address ``host:port`` of the container hosting its master, or None
         while unknown (a plain or async callable, asked on every run); ``on_topics_changed``
         (plain or async) runs after the topic table was adopted, e.g. to re-register the
-        broker with the nameserver; its failure is logged, the adoption stays."""
+        broker with the nameserver; its failure is logged, the adoption stays.  ``credentials``
+        sign the calls (``innerClientAuthenticationCredentials``: the master's container may
+        have authorization on)."""
+        self.credentials = credentials
         self.broker, self.master_admin_address, self.clock = broker, master_admin_address, clock
         self.on_topics_changed = on_topics_changed
         self.timeout_ms = broker.config.slave_synchronize_timeout_ms
@@ -172,7 +175,7 @@ class MetadataSync:
         if self._client is not None and self._client.address != address:
             await self.close()
         if self._client is None:
-            self._client = AdminClient(address, self.timeout_ms)
+            self._client = AdminClient(address, self.timeout_ms, self.credentials)
         return self._client
 
     def _log(self, report: SyncReport) -> None:

@@ -85,6 +85,30 @@ class MessagingConfig:
     authentication_max_clock_skew_ms: int = config_field("authenticationMaxClockSkewMillis", 900_000, unit="ms", minimum=0,
                                                          doc="how far x-mq-date-time may be from the server's UTC or local "
                                                              "time (clients send local time); 0: not checked")
+    authentication_provider: str = config_field(
+        "authenticationProvider", "org.apache.rocketmq.auth.authentication.provider.DefaultAuthenticationProvider",
+        doc="RocketMQ's provider class; only its default (the MQv2-HMAC-SHA1 signature) is supported")
+    authorization_enabled: bool = config_field(
+        "authorizationEnabled", False,
+        doc="check every client call and every admin call against the ACLs of authorizationMetadataFile (RocketMQ "
+            "ACL 2.0); refused client calls get FORBIDDEN (40300), admin calls PERMISSION_DENIED; needs "
+            "authenticationEnabled")
+    authorization_provider: str = config_field(
+        "authorizationProvider", "org.apache.rocketmq.auth.authorization.provider.DefaultAuthorizationProvider",
+        doc="RocketMQ's provider class; only its default (ACL 2.0 policies) is supported")
+    authorization_metadata_file: str = config_field(
+        "authorizationMetadataFile", "",
+        doc="TOML file of [[users]] and [[acls]] (docs/security.md; relative to the container file); when set, its "
+            "users are the accounts authentication checks; watched while running, rewritten by the user and ACL "
+            "admin commands; required when authorizationEnabled")
+    authorization_metadata_watch_interval_ms: int = config_field(
+        "authorizationMetadataWatchIntervalMillis", 1_000, unit="ms", minimum=100, maximum=60_000,
+        doc="how often authorizationMetadataFile is checked for changes (modification time, size, inode)")
+    inner_client_authentication_credentials: str = config_field(
+        "innerClientAuthenticationCredentials", "",
+        doc='what this container signs its own admin calls to other containers with (a slave\'s metadata sync), '
+            'as RocketMQ writes it: {"accessKey": "...", "secretKey": "..."}; needed where the master\'s container '
+            'has authorizationEnabled (a user allowed Get on the cluster, or a super user)')
     broker_endpoint_hold_ms: int = config_field("brokerEndpointHoldMillis", 3_000, unit="ms", minimum=0,
                                                 maximum=60_000,
                                                 doc="a call on a broker's own endpoint (listenPort) while its group has "

@@ -33,6 +33,7 @@ class ClientContext:
     language: str = ""
     version: str = ""
     namespace: str = ""
+    access_key: str = ""  # the authenticated access key (checked by the server), "" when not authenticated
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,8 @@ def has_control_character(text: str) -> bool:
     return not text.isprintable() and _CONTROL.search(text) is not None
 
 
-def client_context(metadata) -> ClientContext:
+def client_context(metadata, access_key: str = "") -> ClientContext:
+    """The caller's identity from its metadata; ``access_key`` only from a verified signature."""
     values = {}
     for key, value in metadata or ():
         if isinstance(value, str):
@@ -67,7 +69,7 @@ def client_context(metadata) -> ClientContext:
     if len(client_id) > 1024 or has_control_character(client_id):
         raise reject(Code.CLIENT_ID_REQUIRED, "x-mq-client-id is malformed")
     return ClientContext(client_id, values.get("x-mq-language", ""), values.get("x-mq-client-version", ""),
-                         values.get("x-mq-namespace", ""))
+                         values.get("x-mq-namespace", ""), access_key)
 
 
 def signature_metadata(metadata) -> tuple[str, str]:

@@ -18,12 +18,13 @@ import time
 
 import grpc
 
-from metadata.authentication import Accounts
+from metadata.authentication import AccountSource
 from metadata.status import Code, RequestRejected
 from proto import messaging_definition_pb2 as definition
 from proto import messaging_service_pb2 as service_pb
 from proto import messaging_service_pb2_grpc as service_grpc
 from services.broker.api import BrokerDirectory
+from services.messaging.access import ClientAccess
 from services.messaging.broker_port import BrokerPortHandler, Relays
 from services.messaging.client_registry import ClientRegistry
 from services.messaging.config import MessagingConfig
@@ -88,11 +89,13 @@ def _bad_command(details: str) -> BaseException:
 
 
 def add_messaging_services(server: grpc.aio.Server, directory: BrokerDirectory, config: MessagingConfig, clock,
-                           accounts: Accounts | None = None, guard: RequestGuard | None = None) -> ClientRegistry:
-    """``accounts`` authenticate calls when ``authenticationEnabled``; ``guard`` counts and logs
-    requests that do not parse (one per process, shared with the other servers)."""
+                           accounts: AccountSource | None = None, guard: RequestGuard | None = None,
+                           access: ClientAccess | None = None) -> ClientRegistry:
+    """``accounts`` authenticate calls when ``authenticationEnabled``, ``access`` authorizes them
+    when ``authorizationEnabled``; ``guard`` counts and logs requests that do not parse (one
+    per process, shared with the other servers)."""
     registry = ClientRegistry(config, clock)
-    service = MessagingService(directory, config, clock, registry, accounts=accounts)
+    service = MessagingService(directory, config, clock, registry, accounts=accounts, access=access)
     guarded = GuardedServer(server, guard or RequestGuard(), bad_request_answers(), _bad_command)
     service_grpc.add_MessagingServiceServicer_to_server(service, guarded)
     server.add_generic_rpc_handlers((_metrics_sink(),))
@@ -113,12 +116,12 @@ class _MethodHandlers:
 
 
 def add_broker_port(server: grpc.aio.Server, replica, directory: BrokerDirectory, config: MessagingConfig, clock,
-                    registry: ClientRegistry, relays: Relays, accounts: Accounts | None = None,
-                    guard: RequestGuard | None = None, acting=lambda: False) -> None:
+                    registry: ClientRegistry, relays: Relays, accounts: AccountSource | None = None,
+                    guard: RequestGuard | None = None, acting=lambda: False, access: ClientAccess | None = None) -> None:
     """One broker's own endpoint (services.messaging.broker_port): ``directory`` is pinned to
     the broker; ``registry`` is the container's (Telemetry streams on any endpoint reach it).
     Calls served here parse their requests behind the same guard as the client endpoint."""
-    service = MessagingService(directory, config, clock, registry, accounts=accounts)
+    service = MessagingService(directory, config, clock, registry, accounts=accounts, access=access)
     collected = _MethodHandlers()
     service_grpc.add_MessagingServiceServicer_to_server(service, collected)
     guard, answers = guard or RequestGuard(), bad_request_answers()

@@ -13,9 +13,13 @@ Rules:
 - Metrics: sends, receives and acks per broker and topic; latency and non-OK codes per RPC.
 - :meth:`MessagingService.client_of` is the one place call metadata is read.  With
   ``authenticationEnabled`` it first checks the call's signature
-  (``metadata.authentication``); a refused call is UNAUTHORIZED before anything else is
-  looked at.  Disabled, the ``authorization`` header is ignored (clients send it even
-  without credentials).
+  (``metadata.authentication``); a refused call, or one signed by a disabled user, is
+  UNAUTHORIZED before anything else is looked at.  Disabled, the ``authorization`` header is
+  ignored (clients send it even without credentials).
+- With ``authorizationEnabled`` every call is then authorized (``services.messaging.access``)
+  before its handler runs: the subject is the verified access key, the address the gRPC
+  peer; a refusal is FORBIDDEN.  Telemetry settings are authorized one by one; a refused one
+  is answered with its FORBIDDEN status and the stream stays open.
 - Routes asked for over TLS name TLS endpoints: the client reuses the scheme it connected
   with for every broker endpoint it is given, so each queue gets the TLS endpoint of the
   container hosting its broker (registered with the nameserver next to the plaintext one),
@@ -33,14 +37,17 @@ import time
 
 from metadata import authentication
 from metadata.message import MessageType
+from metadata.rpc_permissions import Missing
 from metadata.status import Code, RequestRejected
 from proto import messaging_definition_pb2 as pb
 from proto import messaging_service_pb2 as service
 from proto import messaging_service_pb2_grpc as service_grpc
+from scheduler.clock import utc_offset_ms
 from services import metrics
 from services.broker.api import BrokerApi, BrokerDirectory, GroupSettings, QueueRoute
 from services.broker.internal_put import rejection_for
 from services.messaging import converters, responses
+from services.messaging.access import ClientAccess, settings_needs
 from services.messaging.broker_choice import NoMaster
 from services.messaging.client_registry import ClientRegistry
 from services.messaging.config import MessagingConfig
@@ -59,12 +66,15 @@ _WARNINGS_WITHOUT_TLS_MAX = 1024  # distinct (broker, endpoint) pairs warned abo
 
 class MessagingService(service_grpc.MessagingServiceServicer):
     def __init__(self, directory: BrokerDirectory, config: MessagingConfig, clock, registry: ClientRegistry,
-                 accounts: authentication.Accounts | None = None):
+                 accounts: authentication.AccountSource | None = None, access: ClientAccess | None = None):
+        """``access`` authorizes every call (None: authorization is off)."""
+        assert access is None or config.authentication_enabled, "authorization needs authentication"
         self._directory = directory
         self._config = config
         self._clock = clock
         self._registry = registry
         self._accounts = accounts or authentication.Accounts({})
+        self._access = access
         self._warned_without_tls: set[tuple[str, Endpoint]] = set()  # (broker, plaintext endpoint), bounded
         self._next_expiry_ms = 0
 
@@ -74,17 +84,38 @@ class MessagingService(service_grpc.MessagingServiceServicer):
         """The caller, from the call's metadata; authenticated first when that is enabled."""
         metadata = context.invocation_metadata()
         if self._config.authentication_enabled:
-            self._authenticate(metadata)
+            return converters.client_context(metadata, self._authenticate(metadata))
         return converters.client_context(metadata)
 
-    def _authenticate(self, metadata) -> None:
+    def _authenticate(self, metadata) -> str:
+        """The access key of the call's valid signature; RequestRejected UNAUTHORIZED otherwise."""
         authorization, date_time = converters.signature_metadata(metadata)
         now_ms = self._clock.now_ms()
-        rejection = authentication.verify(self._accounts, authorization, date_time, now_ms, _utc_offset_ms(now_ms),
-                                          self._config.authentication_max_clock_skew_ms)
+        access_key, rejection = authentication.verify_caller(self._accounts, authorization, date_time, now_ms,
+                                                             utc_offset_ms(now_ms),
+                                                             self._config.authentication_max_clock_skew_ms)
         if rejection is not None:
             log.debug("call refused: %s", rejection.name)
             raise RequestRejected(Code.UNAUTHORIZED, f"not authenticated: {rejection.value}")
+        if self._accounts.disabled(access_key):
+            raise RequestRejected(Code.UNAUTHORIZED, f"not authenticated: User:{access_key} is disabled")
+        return access_key
+
+    def authorize(self, method: str, request, client: converters.ClientContext, context) -> None:
+        """Nothing when authorization is off or allows the call; RequestRejected FORBIDDEN otherwise."""
+        if self._access is not None:
+            self._access.check(method, request, client.access_key, context.peer())
+
+    def settings_refusal(self, client: converters.ClientContext, peer: str, client_settings) -> pb.Status | None:
+        """Why a Telemetry settings command is refused (its status), None when it is allowed."""
+        needs = settings_needs(client_settings) if self._access is not None else None
+        if needs is None or needs.missing is Missing.SETTINGS:  # malformed: the stream fails, as without authorization
+            return None
+        try:
+            self._access.check_needs("Telemetry", needs, client.access_key, peer)
+        except RequestRejected as refused:
+            return responses.status(refused.code, refused.message)
+        return None
 
     def _failure(self, method: str, error: Exception) -> pb.Status:
         if isinstance(error, StoreError):  # a full disk under a receive's or an ack's pop-log write
@@ -103,6 +134,7 @@ class MessagingService(service_grpc.MessagingServiceServicer):
         started = time.perf_counter()
         try:
             client = self.client_of(context)
+            self.authorize(method, request, client, context)
             response = await work(request, client, context)
         except Exception as error:  # noqa: BLE001 - mapped to a status below, never re-raised
             response = response_cls(status=self._failure(method, error))
@@ -255,6 +287,7 @@ class MessagingService(service_grpc.MessagingServiceServicer):
         code = int(Code.OK)
         try:
             client = self.client_of(context)
+            self.authorize("ReceiveMessage", request, client, context)
             broker, receive = self._prepare_receive(request, client, context)
             deliveries = await broker.receive(receive)
         except Exception as error:  # noqa: BLE001 - becomes the stream's status
@@ -357,11 +390,6 @@ class MessagingService(service_grpc.MessagingServiceServicer):
 
     async def SyncLiteSubscription(self, request, context):
         return service.SyncLiteSubscriptionResponse(status=_not_implemented("SyncLiteSubscription"))
-
-
-def _utc_offset_ms(now_ms: int) -> int:
-    """The server's local time minus UTC at ``now_ms`` (clients sign their local time)."""
-    return time.localtime(now_ms // 1000).tm_gmtoff * 1000
 
 
 def _over_tls(context) -> bool:

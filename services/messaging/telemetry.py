@@ -10,6 +10,10 @@ Rules:
   client id or settings without publishing/subscription give INVALID_ARGUMENT; a call
   that is not authenticated gives UNAUTHENTICATED; an unexpected failure gives INTERNAL
   (logged).  The metadata is signed once, when the stream opens.
+- With authorization on, each settings command is authorized by what it names (the
+  publishing topics, or the subscription's group and topics) for the stream's authenticated
+  user and peer; a refused one is answered with its FORBIDDEN status (the clients ignore a
+  reply that is not OK) and is not remembered; the stream stays open.
 - The reader runs as its own task and puts replies in the same bounded outbox the server
   pushes into, so one writer (this generator) owns the response stream.
 """
@@ -46,7 +50,7 @@ async def serve_telemetry(owner, registry: ClientRegistry, config: MessagingConf
         await context.abort(code, rejected.message)
         return
     stream = registry.open_stream(client.client_id)
-    reader = asyncio.create_task(_read(owner, registry, config, stream, request_iterator))
+    reader = asyncio.create_task(_read(owner, registry, config, stream, request_iterator, client, context.peer()))
     try:
         while True:
             command = await stream.outbox.get()
@@ -60,11 +64,16 @@ async def serve_telemetry(owner, registry: ClientRegistry, config: MessagingConf
         registry.close_stream(stream)
 
 
-async def _read(owner, registry, config, stream: TelemetryStream, request_iterator) -> None:
+async def _read(owner, registry, config, stream: TelemetryStream, request_iterator, client, peer: str) -> None:
     end = _End()
     try:
         async for command in request_iterator:
-            if command.WhichOneof("command") == "settings":
+            if command.WhichOneof("command") != "settings":
+                continue
+            refusal = owner.settings_refusal(client, peer, command.settings)
+            if refusal is not None:
+                await stream.outbox.put(service.TelemetryCommand(status=refusal))
+            else:
                 await stream.outbox.put(_settings_reply(owner, registry, config, stream.client_id, command.settings))
     except RequestRejected as rejected:
         end = _End(grpc.StatusCode.INVALID_ARGUMENT, rejected.message)

@@ -48,13 +48,13 @@ class Handle:
 
 @contextlib.asynccontextmanager
 async def running_server(topics: dict[str, MessageType | None], config: MessagingConfig | None = None, clock=None,
-                         broker_name: str = "broker-a", queue_nums: int = 4):
+                         broker_name: str = "broker-a", queue_nums: int = 4, accounts=None, access=None):
     config = config or MessagingConfig(grpc_server_port=0)
     clock = clock or SystemClock()
     broker = FakeBroker(broker_name, clock, topics, queue_nums=queue_nums, group_settings=group_rules)
     directory = FakeDirectory([broker])
     server = grpc.aio.server(options=server_options(config))
-    registry = add_messaging_services(server, directory, config, clock)
+    registry = add_messaging_services(server, directory, config, clock, accounts=accounts, access=access)
     broker.sink = registry
     port = server.add_insecure_port("127.0.0.1:0")
     directory.endpoint = ("127.0.0.1", port)

@@ -152,3 +152,16 @@ def test_acl_commands_change_the_watched_file_and_a_bad_edit_keeps_the_last_good
         assert time.monotonic() < deadline, "the good edit was not picked up"
         time.sleep(0.2)
     assert _version(secured) == start + 3
+
+
+def test_migrate_acl_applies_a_plain_acl_file(secured):
+    plain = secured.workdir / "plain_acl.yml"
+    plain.write_text("accounts:\n  - accessKey: legacy\n    secretKey: legacy-secret\n    whiteRemoteAddress: 10.0.0.*\n"
+                     "    topicPerms:\n      - orders=PUB\n")
+    assert _send_status(secured.container, "legacy", "orders").code == d.UNAUTHORIZED
+    applied = secured.admin("migrate-acl", "--file", str(plain), "--apply")
+    assert applied.returncode == 0 and "1 users and 1 ACLs applied" in applied.stdout, applied.stdout + applied.stderr
+    assert "whiteRemoteAddress" in applied.stderr  # the warning
+    assert _send_status(secured.container, "legacy", "orders").code == d.OK
+    again = secured.admin("migrate-acl", "--file", str(plain), "--apply")  # idempotent: updates nothing, refuses nothing
+    assert again.returncode == 0, again.stdout + again.stderr

@@ -109,3 +109,16 @@ def test_inner_credentials_are_rocketmqs_json(where):
     for bad in ("sync:secret", '{"accessKey": "sync"}', '{"accessKey": "", "secretKey": "x"}'):
         message = refused(load_inner_credentials, config(inner_client_authentication_credentials=bad), where)
         assert "innerClientAuthenticationCredentials" in message
+
+
+def test_every_admin_method_has_an_authorization_rule_and_a_name_extractor_where_it_names_topics():
+    from metadata.rpc_permissions import ADMIN_RULES, Target
+    from proto import acl_admin_pb2, admin_pb2
+    from services.access.admin_gate import NAMES
+
+    for module in (admin_pb2, acl_admin_pb2):
+        for service in module.DESCRIPTOR.services_by_name.values():
+            for method in service.methods:
+                assert method.name in ADMIN_RULES, f"{service.name}.{method.name} has no rule in rpc_permissions"
+                targets = set(ADMIN_RULES[method.name].targets) - {Target.CLUSTER}
+                assert not targets or method.name in NAMES, f"{method.name} names topics or groups: extract them"

@@ -140,7 +140,7 @@ class BrokerContainer:
         self.tasks.declare("store-metrics", 5_000, self._refresh_store_metrics, 1_000)
         if self.acl_store is not None:
             interval = self.messaging.authorization_metadata_watch_interval_ms
-            self.tasks.declare("acl-file-watch", interval, self.acl_store.maybe_reload, interval)
+            self.tasks.declare("acl-file-watch", interval, self.acl_store.watch, interval)
         self.tasks.start()
         self.backlog.start()
         log.info("container started: client endpoint %s:%d%s, admin %s:%d, brokers %s", self.config.broker_container_ip,

@@ -6,7 +6,7 @@ watches and writes the file).
 Rules:
 - The file is the truth.  At start it is read once; a file that does not parse is a
   ConfigError naming the line (the container does not start).  That is version 1.
-- While running the file is watched (:meth:`AclStore.maybe_reload`, a periodic task every
+- While running the file is watched (:meth:`AclStore.watch`, a periodic task every
   ``authorizationMetadataWatchIntervalMillis``): a change of modification time, size or
   inode is read again.  A good file becomes the next version; a bad one (or a missing one)
   keeps the last good version, logged once per change with the line and key at fault.
@@ -74,6 +74,10 @@ def _read_text(path: Path) -> str:
         raise ConfigError(str(path), None, f"not UTF-8 text (byte {exc.start})") from None
 
 
+def _load(path: Path, version: int) -> AclState:
+    return parse_acl_toml(_read_text(path), str(path), version=version)
+
+
 def write_atomically(path: Path, text: str) -> None:
     """Replace ``path`` with ``text``: a temporary file beside it, fsync, rename, fsync the folder.
     The file keeps its permission bits (0600 for a new one: it holds passwords)."""
@@ -114,7 +118,7 @@ class AclStore:
     def open(path: Path) -> "AclStore":
         """Version 1 from the file; ConfigError (naming the line) when it does not parse."""
         stamp = FileStamp.of(path)
-        state = parse_acl_toml(_read_text(path), str(path), version=1)
+        state = _load(path, 1)
         log.info("%s: version 1: %d users, %d ACL entries", path, len(state.users), state.entry_count)
         return AclStore(path, state, stamp)
 
@@ -134,8 +138,14 @@ class AclStore:
 
     # ---- the watch
 
-    def maybe_reload(self) -> bool:
-        """Read the file again if it changed since it was last read; True when a new version is enforced."""
+    async def watch(self) -> bool:
+        """The periodic task: True when a changed file became the enforced version."""
+        async with self._lock:
+            return await self._maybe_reload()
+
+    async def _maybe_reload(self) -> bool:
+        """Read the file again if it changed since it was last read (off the event loop: a
+        large file takes a while to parse); True when a new version is enforced."""
         stamp = FileStamp.of(self.path)
         if stamp == self._stamp:
             return False
@@ -143,7 +153,7 @@ class AclStore:
         try:
             if stamp is None:
                 raise ConfigError(str(self.path), None, "file not found")
-            state = parse_acl_toml(_read_text(self.path), str(self.path), version=self._state.version + 1)
+            state = await asyncio.to_thread(_load, self.path, self._state.version + 1)
         except ConfigError as exc:
             self._bad = str(exc)
             log.error("ACL file changed but is not valid; version %d stays enforced: %s", self._state.version, exc)
@@ -161,7 +171,7 @@ class AclStore:
     async def change(self, decide: Callable[[AclState], AclCommandDecision]) -> AclCommandDecision:
         """Decide on the current state; when accepted, write the file, then enforce the new state."""
         async with self._lock:
-            self.maybe_reload()
+            await self._maybe_reload()
             if self._bad is not None:
                 raise AclFileBad(f"the file on disk is not valid, fix it first (version {self._state.version} is "
                                  f"enforced): {self._bad}")

@@ -46,6 +46,10 @@ def store(tmp_path) -> AclStore:
     return AclStore.open(path)
 
 
+def reload(store: AclStore) -> bool:
+    return asyncio.run(store.watch())
+
+
 def allowed(store: AclStore, user: str, topic: str) -> bool:
     return store.state.authorize(user, Action.PUB, Resource.topic(topic), "127.0.0.1").allowed
 
@@ -60,29 +64,29 @@ def test_the_file_at_start_is_version_1_and_a_bad_one_names_its_line(tmp_path, s
 
 
 def test_an_unchanged_file_is_not_read_again(store):
-    assert not store.maybe_reload()
+    assert not reload(store)
     os.utime(store.path)  # touched: read again, same users and ACLs, same version
-    assert not store.maybe_reload() and store.state.version == 1
+    assert not reload(store) and store.state.version == 1
 
 
 def test_a_good_edit_is_the_next_version_and_a_bad_one_keeps_the_last_good(store, caplog):
     write(store.path, GOOD.replace("Topic:orders", "Topic:orders-*"))
-    assert store.maybe_reload() and store.state.version == 2
+    assert reload(store) and store.state.version == 2
     assert allowed(store, "producer1", "orders-eu") and not allowed(store, "producer1", "orders")
     with caplog.at_level(logging.ERROR):
         write(store.path, GOOD.replace('decision = "Allow"', 'decision = "Maybe"'))
-        assert not store.maybe_reload()
+        assert not reload(store)
     assert store.state.version == 2 and allowed(store, "producer1", "orders-eu")
     assert "line 16" in caplog.text and "version 2 stays enforced" in caplog.text
     caplog.clear()
-    assert not store.maybe_reload() and not caplog.text  # logged once per change, not every second
+    assert not reload(store) and not caplog.text  # logged once per change, not every second
     write(store.path, GOOD)
-    assert store.maybe_reload() and store.state.version == 3 and allowed(store, "producer1", "orders")
+    assert reload(store) and store.state.version == 3 and allowed(store, "producer1", "orders")
 
 
 def test_a_deleted_file_keeps_the_last_good_version(store):
     store.path.unlink()
-    assert not store.maybe_reload() and store.state.version == 1 and allowed(store, "producer1", "orders")
+    assert not reload(store) and store.state.version == 1 and allowed(store, "producer1", "orders")
 
 
 def test_a_change_is_written_then_enforced_and_the_watch_does_not_count_it_twice(store):
@@ -90,7 +94,7 @@ def test_a_change_is_written_then_enforced_and_the_watch_does_not_count_it_twice
     decision = asyncio.run(store.change(lambda s: acl_state.create_acl(s, "producer1", [Policy(PolicyType.CUSTOM, (entry,))])))
     assert not decision.rejected and store.state.version == 2 and allowed(store, "producer1", "payments")
     assert "Topic:payments" in store.path.read_text()
-    assert not store.maybe_reload() and store.state.version == 2
+    assert not reload(store) and store.state.version == 2
     assert AclStore.open(store.path).state.acls == store.state.acls  # the file is the truth
     assert not list(store.path.parent.glob(".acl.toml.tmp-*"))
 

@@ -26,7 +26,9 @@ Rules:
   (fsynced), append the payload, set the confirm offset, then send.  An empty slave whose
   resume point is not its own start first moves its empty log there
   (``MessageStore.start_empty_at``).
-* The session's ``next_deadline_ms()`` wakes the driver for acks and the silence check.
+* The session's ``next_deadline_ms()`` wakes the driver for acks and the silence check;
+  its deadlines are on the monotonic clock, as the master's are (on the wall clock, a
+  clock set back an hour hid a hung master for that hour).
   Consumers of the slave read up to its confirm offset (the store's read limit).
 * Acks are sent by one task, coalesced: an ack never reports an offset before it is
   committed, nor under SYNC_FLUSH before it is fdatasynced, while the stream keeps
@@ -174,7 +176,7 @@ class ReplicationSlave:
         self._on_change()
         self._ack_target = 0
         self._ack_wanted.clear()  # a wish left by the last connection (its writer was cancelled) is void
-        hello = session.connected(self.clock.now_ms())
+        hello = session.connected(self.clock.monotonic_ms())
         ticker = asyncio.create_task(self._tick(session, link))
         acks = None
         try:
@@ -231,7 +233,7 @@ class ReplicationSlave:
             pending.cancel()
 
     def _on_frame(self, message, session: SlaveSession) -> SlaveOutput:
-        now = self.clock.now_ms()
+        now = self.clock.monotonic_ms()
         if message is None:
             return session.connection_lost(CloseReason.BAD_BATCH)
         if isinstance(message, Refused):
@@ -345,8 +347,8 @@ class ReplicationSlave:
             deadline = session.next_deadline_ms()
             if deadline is None:  # back to READY: this connection is over
                 return
-            await asyncio.sleep(max(0.0, (deadline - self.clock.now_ms()) / 1000))
-            out = session.tick(self.clock.now_ms())
+            await asyncio.sleep(max(0.0, (deadline - self.clock.monotonic_ms()) / 1000))
+            out = session.tick(self.clock.monotonic_ms())
             if out.closed is not None:
                 link.shutdown()
                 return

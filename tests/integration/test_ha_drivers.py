@@ -365,3 +365,43 @@ async def _inline_write_fails(tmp_path, monkeypatch):
         assert log_bytes(group.slave_store) == log_bytes(group.master_store)
     finally:
         await group.stop()
+
+
+class SteppedClock(SystemClock):
+    """The wall clock stepped by ``step_ms`` (NTP setting the time), the monotonic one not."""
+    step_ms = 0
+
+    def now_ms(self) -> int:
+        return super().now_ms() + self.step_ms
+
+
+def test_a_slave_whose_wall_clock_steps_back_still_notices_a_silent_master(tmp_path, monkeypatch):
+    """The slave's session deadlines are monotonic: after the wall clock was set back an hour,
+    a master that stops sending (its stream open, no frame: a hung process) is still found
+    silent after haHousekeepingInterval (5 s here), not an hour later."""
+    asyncio.run(_wall_clock_step(tmp_path, monkeypatch))
+
+
+async def _wall_clock_step(tmp_path, monkeypatch):
+    group = Group(tmp_path)
+    clock = SteppedClock()
+    group.slave.clock = clock
+    await group.start()
+    try:
+        async with asyncio.timeout(10):
+            while not group.master.streams:
+                await asyncio.sleep(0.02)
+        await put(group, 0, 50)
+        await group.caught_up()
+        clock.step_ms = -3_600_000
+
+        async def hung(stream):
+            await asyncio.Event().wait()
+        monkeypatch.setattr(group.master, "_next_frame", hung)
+        for stream in list(group.master.streams.values()):
+            stream.wake.set()
+        async with asyncio.timeout(15):
+            while group.slave.last_close == "":  # the slave ends the connection (and makes a new one)
+                await asyncio.sleep(0.1)
+    finally:
+        await group.stop()

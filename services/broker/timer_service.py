@@ -27,6 +27,7 @@ Rules (the index rules are in ``scheduler.timer``):
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 
@@ -38,7 +39,7 @@ from metadata.status import Code, RequestRejected
 from scheduler.timer import TIMER_OP_TOPIC, TIMER_TOPIC, RecallHandle, TimerIndex, decode_recall_handle
 from services.acting.escape import EscapedItem, EscapeFailed
 from services.broker.config import BrokerConfig
-from services.broker.config_files import Write, read_document, write_document
+from services.broker.config_files import Write, read_document, snapshot_document, write_document
 from services.broker.internal_put import put_retrying
 from services.broker.system_log import anchors, cut_below, op_body, parse_op, scan
 from store.errors import StoreError
@@ -243,8 +244,17 @@ class TimerService:
             for due in by_topic.values():
                 self._delivering.difference_update(offset for offset, _ in due)
         if delivered:
-            self.persist()
+            await self._persist_off_loop()
         return delivered
+
+    async def _persist_off_loop(self) -> None:
+        """The acting slave's record of what it escaped is this checkpoint (it never writes its
+        log): taken here, with no await between the index and it, written and fsynced in a
+        worker thread before the run ends, as the broker's periodic snapshot is (a slow disk's
+        fsync on the loop stalls every call the container serves)."""
+        writes: list = []
+        self.persist(lambda path, document: writes.append(snapshot_document(path, document)))
+        await asyncio.to_thread(lambda: [write() for write in writes])
 
     async def _escape_due(self, topic: str, due: list[tuple[int, MessageDraft]]) -> int:
         items = [EscapedItem(f"{self.store_name}:timer:{offset}", EscapeKind.DELAY, draft) for offset, draft in due]

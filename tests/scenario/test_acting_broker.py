@@ -144,6 +144,37 @@ def test_a_due_delay_message_escapes_to_the_local_master_and_the_slave_writes_no
     run(scenario())
 
 
+def test_the_acting_slave_fsyncs_its_escape_checkpoint_off_the_event_loop(tmp_path, monkeypatch):
+    """What the acting slave escaped is recorded in its timer checkpoint alone (it writes no op
+    to its log): written (fsynced) before the run ends, in a worker thread, never on the loop
+    that serves every call of the container."""
+    import threading
+
+    from services.broker import config_files
+
+    writes, real_write = [], config_files.write_atomically
+
+    def recording_write(path, text):
+        writes.append((path, threading.current_thread() is threading.main_thread()))
+        return real_write(path, text)
+
+    async def scenario():
+        pair = await Pair(tmp_path).start()
+        due = pair.clock.now_ms() + 1_000
+        await pair.copy_into_slave([timer_draft(draft(message_id=f"D{i}"), due) for i in range(3)])
+        await pair.act()
+        pair.clock.advance(1_000)
+        monkeypatch.setattr(config_files, "write_atomically", recording_write)
+        assert await pair.slave.run_timer() == 3
+        monkeypatch.undo()
+        assert [on_loop for path, on_loop in writes if path == pair.slave.timer.path] == [False]
+        reread = config_files.read_document(pair.slave.timer.path, lambda document: document)
+        assert reread == pair.slave.timer._file_document(pair.slave.timer.index, *(
+            lambda c: (c.document, c.data_version))(pair.slave.timer.versioned_checkpoint()))
+        await pair.stop()
+    run(scenario())
+
+
 def test_with_no_target_nothing_advances_and_the_message_waits(tmp_path):
     async def scenario():
         pair = await Pair(tmp_path).start(with_target=False)

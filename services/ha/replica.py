@@ -2,20 +2,20 @@
 
 Rules:
 
-* A replica is FENCED, MASTER (a :class:`services.ha.master.ReplicationMaster` serves its
-  slaves) or SLAVE (a :class:`services.ha.slave.ReplicationSlave` copies from its master).
-  Outside controller mode the role comes from ``brokerRole`` and never changes; in
-  controller mode the replica starts FENCED and the controller's decisions
-  (ha.role.decisions) switch it at runtime, inside the running container.
-* Writes: only a MASTER takes them, and only while its pause fence allows (ha.role.fence);
-  a FENCED or SLAVE replica refuses with a status the client retries elsewhere.
-* To master (RocketMQ's ``changeToMaster``): stop copying (every write in flight is committed
-  first), open the new epoch in the epoch file (fsynced) when it is newer than the file's,
-  then start serving slaves; only then is the role MASTER and do writes go through.
-* To slave (``changeToSlave``): the role changes first, so writes stop at once; then the
-  master driver stops (puts waiting for replicas fail: nothing unreplicated is acknowledged
-  by a deposed master), then the copy starts; its handshake cuts the log back to the
-  consistent point physically and durably before anything else (upstream #10666, #7689).
+* The role, the epoch, the pause fence and which core is live are decided by one pure core,
+  :class:`ha.role.replica_node.ReplicaNode` (its docstring gives the orders of the switches
+  and why).  This class is its interpreter: :meth:`carry_out` does each effect of a Ready
+  in order (stop copying, stop the master core, drain, make durable, open the epoch, start
+  a :class:`services.ha.master.ReplicationMaster` or a
+  :class:`services.ha.slave.ReplicationSlave`, allow or refuse puts) and reports it done.
+  The slave's handshake cuts the log back to the consistent point physically and durably
+  before anything else (upstream #10666, #7689).
+* Outside controller mode the role comes from ``brokerRole`` once (``ReplicaNode.configure``);
+  in controller mode the replica starts FENCED and the controller's views switch it at
+  runtime, inside the running container (services.replicas.manager feeds them).
+* Writes: :meth:`check_writable` asks the node (a MASTER whose switch is done and whose
+  pause fence allows), then the master core (enough replicas in sync); others refuse with
+  a status the client retries elsewhere.
 * ``broker_id`` is the id routes show: 0 for a master, the replica's own id otherwise.
 """
 from __future__ import annotations
@@ -27,6 +27,9 @@ from typing import Awaitable, Callable
 from ha.replication.config import HaConfig
 from ha.role.decisions import Role
 from ha.role.fence import PauseFence
+from ha.role.replica_node import (AdoptSet, AllowPuts, AskElection, DrainPuts, Effect, FollowRole, InvalidateDerived,
+                                  MakeDurable, MoveCopyEpoch, OpenEpoch, Ready, RefusePuts, ReplicaNode, StartCopying,
+                                  StartMasterCore, StopCopying, StopMasterCore, WriteRefusal)
 from metadata.status import Code, RequestRejected
 from scheduler.clock import Clock
 from services.ha.master import MASTER_ID, Propose, ReplicationMaster
@@ -41,15 +44,35 @@ class BrokerReplica:
                  fence: PauseFence | None = None):
         """``own_id``: the configured slave id, or in controller mode the controller's id (0
         until the identity is registered); ``fence``: controller mode's pause fence."""
-        self.name, self.own_id, self.store, self.config, self.clock = name, own_id, store, config, clock
-        self.fence = fence
-        self.role = Role.FENCED
+        self.name, self.store, self.config, self.clock = name, store, config, clock
+        self.node = ReplicaNode(own_id, store.epochs.history.last_epoch, fence)
         store.refuse_puts(f"broker {name} has no role yet")
+        self._durable_to = 0
         self.master: ReplicationMaster | None = None
         self.slave: ReplicationSlave | None = None
         self.master_epoch = 0
         self._changed = asyncio.Event()
         self._metadata_listeners: list[Callable[[], None]] = []
+
+    @property
+    def own_id(self) -> int:
+        return self.node.own_id
+
+    @own_id.setter
+    def own_id(self, value: int) -> None:
+        self.node.own_id = value
+
+    @property
+    def fence(self) -> PauseFence | None:
+        return self.node.fence
+
+    @property
+    def role(self) -> Role:
+        """The role this replica serves as: a new master is MASTER once it takes writes."""
+        role = self.node.role
+        if role is Role.MASTER and not self.node.puts_allowed:
+            return Role.FENCED
+        return role
 
     # --- changes: who serves this group's clients ------------------------------------------------
     def _notify(self) -> None:
@@ -107,13 +130,15 @@ class BrokerReplica:
 
     # --- the write path --------------------------------------------------------------------------
     def check_writable(self) -> None:
-        if self.role is not Role.MASTER:
-            raise RequestRejected(Code.FORBIDDEN if self.role is Role.SLAVE else Code.HA_NOT_AVAILABLE,
-                                  f"broker {self.name}-{self.own_id} is {self.role.value.lower()}, not master")
-        if self.fence is not None and not self.fence.writable(self.clock.monotonic_ms()):
+        refusal = self.node.write_refusal(self.clock.monotonic_ms())
+        if refusal is WriteRefusal.PAUSED:
             raise RequestRejected(Code.HA_NOT_AVAILABLE,
                                   f"broker {self.name}: confirming with the controller that it is still master "
                                   "after a pause")
+        if refusal is not None:
+            role = self.role
+            raise RequestRejected(Code.FORBIDDEN if role is Role.SLAVE else Code.HA_NOT_AVAILABLE,
+                                  f"broker {self.name}-{self.own_id} is {role.value.lower()}, not master")
         self.master.check_writable()
 
     async def wait_replicated(self, end_offset: int) -> None:
@@ -127,80 +152,88 @@ class BrokerReplica:
             return self.master.visible_offset()
         return self.store.confirm_offset
 
-    # --- switches --------------------------------------------------------------------------------
-    async def become_master(self, *, epoch: int | None = None, propose: Propose | None = None,
-                            sync_state_set: frozenset[int] = frozenset(), sync_state_set_epoch: int = 0) -> None:
-        """Serve as master; ``epoch`` is the controller's (None outside controller mode), newer
-        than the epoch file's last one (ha.role.decisions): it opens a new entry."""
-        if self.slave is not None:
-            slave, self.slave = self.slave, None
-            await slave.stop()
-        if self.master is not None:
-            master, self.master = self.master, None
-            await master.stop()
-        if epoch is not None:
+    # --- switches: the interpreter of ha.role.replica_node's effects -----------------------------
+    async def carry_out(self, ready: Ready, other: Callable[[Effect], Awaitable[None]] | None = None,
+                        propose: Propose | None = None, master_address: MasterAddress | None = None) -> None:
+        """Carry out ``ready``'s effects in order; ``other(effect)`` carries out those that are
+        not replication's (AskElection, FollowRole: the controller-mode driver's)."""
+        for effect in ready.effects:
+            if isinstance(effect, (AskElection, FollowRole)):
+                if other is not None:
+                    await other(effect)
+            else:
+                await self._apply(effect, propose, master_address)
+            self.node.done(effect)
+
+    async def _apply(self, effect: Effect, propose: Propose | None, master_address: MasterAddress | None) -> None:
+        if isinstance(effect, RefusePuts):
+            self.store.refuse_puts(f"broker {self.name} is {effect.reason}")
+            self._notify()
+        elif isinstance(effect, StopCopying):
+            if self.slave is not None:
+                slave, self.slave = self.slave, None
+                await slave.stop()
+        elif isinstance(effect, StopMasterCore):
+            if self.master is not None:
+                master, self.master = self.master, None
+                await master.stop()
+        elif isinstance(effect, DrainPuts):
+            await self.store.drain_puts()
+        elif isinstance(effect, InvalidateDerived):
+            self.store.invalidate_derived()  # records applied before writes that never landed
+        elif isinstance(effect, MakeDurable):
             # The entry's start must be durable before the entry: a power loss that took back
             # bytes below it would drop the entry at recovery, and the broker would then take
             # the same epoch again (ha.role.decisions: never resume an epoch).
-            start = self.store.commit_log_max_offset
-            await self.store.wait_flushed(start)
-            self.store.epochs.start_epoch(epoch, start)
-        self_id = MASTER_ID if epoch is None else self.own_id
-        self.master = ReplicationMaster(self.name, self.store, self.config, self.clock, self_id=self_id,
-                                        propose=propose, sync_state_set=sync_state_set,
-                                        sync_state_set_epoch=sync_state_set_epoch)
-        self.master.start()
-        self.master_epoch = epoch or self.store.epochs.history.last_epoch
-        self.store.refuse_puts(None)
-        self.role = Role.MASTER
-        self._notify()
-        log.info("%s: now master (epoch %d, SyncStateSet %s)", self.name, self.master_epoch,
-                 sorted(self.master.group.sync_state_set))
+            self._durable_to = self.store.commit_log_max_offset
+            await self.store.wait_flushed(self._durable_to)
+        elif isinstance(effect, OpenEpoch):
+            assert self.store.commit_log_max_offset == self._durable_to, "a write landed while switching to master"
+            self.store.epochs.start_epoch(effect.epoch, self._durable_to)
+        elif isinstance(effect, StartMasterCore):
+            self._start_master(effect, propose)
+        elif isinstance(effect, AllowPuts):
+            self.store.refuse_puts(None)
+            self._notify()
+            log.info("%s: now master (epoch %d, SyncStateSet %s)", self.name, self.master_epoch,
+                     sorted(self.master.group.sync_state_set))
+        elif isinstance(effect, StartCopying):
+            self._start_copying(effect, master_address)
+        elif isinstance(effect, MoveCopyEpoch):
+            self.master_epoch = max(self.master_epoch, effect.epoch)
+            self.slave.change_master_epoch(effect.epoch)
+        else:
+            assert isinstance(effect, AdoptSet), effect
+            if self.master is not None:
+                self.master.adopt_sync_state_set(effect.members, effect.epoch)
 
-    async def become_slave(self, master_address: MasterAddress, epoch: int = 0, reconnect: bool = True) -> None:
-        """Copy from the master ``master_address()`` names; fence masters older than ``epoch``."""
-        was = self.role
-        self.role = Role.SLAVE
-        self.store.refuse_puts(f"broker {self.name} is a slave")
-        self.master_epoch = max(self.master_epoch, epoch)
-        self._notify()
-        if self.master is not None:
-            master, self.master = self.master, None
-            await master.stop()
-        await self.store.drain_puts()
-        if was is Role.MASTER:
-            self.store.invalidate_derived()  # records applied before writes that never landed
-        if self.slave is not None and not reconnect:
-            self.slave.change_master_epoch(epoch)
-            return
-        if self.slave is not None:
-            slave, self.slave = self.slave, None
-            await slave.stop()
+    def _start_master(self, effect: StartMasterCore, propose: Propose | None) -> None:
+        self_id = MASTER_ID if effect.epoch is None else self.own_id
+        self.master = ReplicationMaster(self.name, self.store, self.config, self.clock, self_id=self_id,
+                                        propose=propose, sync_state_set=effect.sync_state_set,
+                                        sync_state_set_epoch=effect.sync_state_set_epoch)
+        self.master.start()
+        self.master_epoch = effect.epoch or self.store.epochs.history.last_epoch
+
+    def _start_copying(self, effect: StartCopying, master_address: MasterAddress | None) -> None:
+        assert master_address is not None, "a slave needs its master's address"
+        self.master_epoch = max(self.master_epoch, effect.epoch)
         self.slave = ReplicationSlave(self.name, self.own_id, self.store, self.config, self.clock, master_address,
-                                      known_master_epoch=epoch, on_change=self._notify,
+                                      known_master_epoch=effect.epoch, on_change=self._notify,
                                       on_master_metadata=self._master_metadata_changed)
         self.slave.start()
-        if was is not Role.SLAVE:
-            log.info("%s: now slave (epoch %d)", self.name, epoch)
+        log.info("%s: now slave (epoch %d)", self.name, effect.epoch)
 
-    async def fence_off(self) -> None:
-        """Stop writing and stop serving slaves; copy nothing (a master that saw a newer epoch
-        with no master, before the election settles who is next)."""
-        was, self.role = self.role, Role.FENCED
-        self.store.refuse_puts(f"broker {self.name} is fenced")
-        if was is Role.MASTER:
-            self.store.invalidate_derived()
-        self._notify()
-        if self.master is not None:
-            master, self.master = self.master, None
-            await master.stop()
-        log.warning("%s: fenced: no writes until the controller names a master", self.name)
+    async def become_master(self) -> None:
+        """Outside controller mode: serve as the configured master."""
+        await self.carry_out(self.node.configure(Role.MASTER))
 
-    def adopt_sync_state_set(self, members: frozenset[int], epoch: int) -> None:
-        if self.master is not None:
-            self.master.adopt_sync_state_set(members, epoch)
+    async def become_slave(self, master_address: MasterAddress) -> None:
+        """Outside controller mode: copy from the master ``master_address()`` names."""
+        await self.carry_out(self.node.configure(Role.SLAVE), master_address=master_address)
 
     async def stop(self) -> None:
+        self.node.abandon()
         for driver in (self.slave, self.master):
             if driver is not None:
                 await driver.stop()

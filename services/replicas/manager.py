@@ -7,7 +7,7 @@ Rules (reference 4.6; ha.role says what is decided, this driver only carries it 
   ``syncBrokerMetadataPeriod`` while no controller answers; a refused identity file keeps
   the broker fenced and unrouted, with one error line naming the file.
 * Views of the group reach the broker four ways, and every one goes through the same
-  decision (ha.role.decisions.decide) under one lock, so role changes never interleave: the
+  replica node (ha.role.replica_node) under one lock, so role changes never interleave: the
   reply to RegisterBroker or ElectMaster, the ``WatchReplicaInfo`` stream (pushed at once by
   the leader; the stream names the broker, so the leader takes its end as the broker's
   death), the leader's heartbeat replies, and a ``GetReplicaInfo`` poll every
@@ -36,9 +36,9 @@ from typing import Awaitable, Callable
 
 import grpc
 
-from ha.role.decisions import (AdoptSyncStateSet, BecomeMaster, BecomeSlave, Elect, GroupView, Ignore, IgnoreReason,
-                               LocalRole, RenewEpoch, Role, RoleDecision, after, decide)
+from ha.role.decisions import BecomeMaster, BecomeSlave, GroupView, Role
 from ha.role.fence import PauseFence
+from ha.role.replica_node import AskElection, FollowRole, Ready, ReplicaNode
 from ha.role.identity import (ApplyId, AskNextId, DeleteTempAndRestart, IdentityRegistration, Refuse, Register, Step,
                               WriteIdentity, WriteTemp)
 from ha.replication.master_group import Proposal
@@ -74,7 +74,6 @@ class ReplicasManager:
                                        deadline_s=5.0, retry_pause_s=0.1)
         self.identity = IdentityRegistration(self.cluster, self.name, address)
         self.files = IdentityFiles(hosted.store.config.store_path_root_dir)
-        self.local = LocalRole(file_epoch=hosted.store.epochs.history.last_epoch)
         self.master_address = ""
         self.refused = ""
         self._lock = asyncio.Lock()
@@ -90,6 +89,10 @@ class ReplicasManager:
     @property
     def fence(self) -> PauseFence:
         return self.replica.fence
+
+    @property
+    def node(self) -> ReplicaNode:
+        return self.replica.node
 
     # --- lifecycle -------------------------------------------------------------------------------
     def start(self) -> None:
@@ -187,38 +190,39 @@ class ReplicasManager:
         async with self._lock:
             self._members = len(proto_view.members)
             self._group_epoch = proto_view.master_epoch
-            view = view_from_proto(proto_view)
+            view: GroupView | None = view_from_proto(proto_view)
             for _ in range(4):  # Elect answers with a view: decide again (bounded)
-                local = LocalRole(self.local.role, self.local.master_epoch, self.local.sync_state_set_epoch,
-                                  self.local.master_id, self.local.master_address,
-                                  self.replica.store.epochs.history.last_epoch)
-                decision = decide(local, view, self.replica.own_id)
-                view = await self._carry_out(local, decision, view)
+                ready = self.node.on_view(view, self.replica.store.epochs.history.last_epoch)
+                if ready.log_epoch_file_ahead:
+                    log.error("%s: the controller names this broker master at epoch %d, but its epoch file is at %d; "
+                              "staying fenced", self.name, view.master_epoch, self.replica.store.epochs.history.last_epoch)
+                view = await self._carry_out(ready)
                 if view is None:
                     return
 
-    async def _carry_out(self, local: LocalRole, decision: RoleDecision, view: GroupView) -> GroupView | None:
-        if isinstance(decision, Ignore):
-            if decision.reason is IgnoreReason.EPOCH_FILE_AHEAD:
-                log.error("%s: the controller names this broker master at epoch %d, but its epoch file is at %d; "
-                          "staying fenced", self.name, view.master_epoch, local.file_epoch)
-            self._confirm_if_master(view)
-            return None
-        if isinstance(decision, AdoptSyncStateSet):
-            self.replica.adopt_sync_state_set(decision.members, decision.epoch)
-            self.local = after(local, decision)
-            return None
-        if isinstance(decision, Elect):
-            return await self._elect(local, decision)
-        if isinstance(decision, RenewEpoch):
-            return await self._renew(local, decision)
+    async def _carry_out(self, ready: Ready) -> GroupView | None:
+        """The node's effects in order; the view an election answered with, if one was asked."""
+        answered: list[GroupView | None] = []
+
+        async def controller_side(effect) -> None:
+            if isinstance(effect, FollowRole):
+                await self._role_changed(effect)
+            else:
+                answered.append(await self._elect(effect))
+
+        decision = ready.decision
         if isinstance(decision, BecomeMaster):
-            await self._become_master(decision)
-        else:
-            await self._become_slave(decision)
-        self.local = after(local, decision)
-        await self._role_changed(decision.epoch)
-        return None
+            log.warning("%s: becoming master at epoch %d (SyncStateSet %s)", self.name, decision.epoch,
+                        sorted(decision.sync_state_set))
+        elif isinstance(decision, BecomeSlave):
+            log.warning("%s: following master %d at %s (epoch %d)", self.name, decision.master_id,
+                        decision.master_address, decision.epoch)
+            self.master_address = decision.master_address
+        await self.replica.carry_out(ready, controller_side, propose=self._propose,
+                                     master_address=self.current_master_address)
+        if isinstance(decision, BecomeMaster):
+            self.master_address = ""
+        return answered[0] if answered else None
 
     async def _first_election_waits(self) -> bool:
         """The group's first election waits (bounded) until totalReplicas replicas are alive."""
@@ -233,30 +237,21 @@ class ReplicasManager:
                      self.config.first_election_wait_ms, self.hosted.spec.ha.total_replicas, alive)
         return waiting
 
-    async def _elect(self, local: LocalRole, decision: Elect) -> GroupView | None:
-        try:
-            if await self._first_election_waits():
+    async def _elect(self, effect: AskElection) -> GroupView | None:
+        """ElectMaster (``renew_master_epoch``: named master at the epoch its epoch file already
+        has, it never resumes it and asks for a new one); the view the controller answers."""
+        if effect.renew_epoch:
+            log.warning("%s: named master at epoch %d, which its epoch file already has; asking the controller for "
+                        "a new epoch instead of resuming it", self.name, effect.renew_epoch)
+        else:
+            try:
+                if await self._first_election_waits():
+                    return None
+            except ControllerClientError:
                 return None
-        except ControllerClientError:
-            return None
-        await self._maybe_step_down(local, decision)
-        return await self._ask_election(cpb.ElectMasterRequest(
-            cluster_name=self.cluster, broker_name=self.name, broker_id=self.replica.own_id))
-
-    async def _renew(self, local: LocalRole, decision: RenewEpoch) -> GroupView | None:
-        """Named master at the epoch file's last epoch: never resume it, ask for a new one."""
-        await self._maybe_step_down(local, decision)
-        log.warning("%s: named master at epoch %d, which its epoch file already has; asking the controller for a "
-                    "new epoch instead of resuming it", self.name, decision.epoch)
         return await self._ask_election(cpb.ElectMasterRequest(
             cluster_name=self.cluster, broker_name=self.name, broker_id=self.replica.own_id,
-            renew_master_epoch=decision.epoch))
-
-    async def _maybe_step_down(self, local: LocalRole, decision: Elect | RenewEpoch) -> None:
-        if decision.step_down:
-            await self.replica.fence_off()
-            self.local = after(local, decision)
-            await self._role_changed(local.master_epoch)
+            renew_master_epoch=effect.renew_epoch))
 
     async def _ask_election(self, request: cpb.ElectMasterRequest) -> GroupView | None:
         """ElectMaster; the view it answers with (elected, or refused with the current view)."""
@@ -270,44 +265,24 @@ class ReplicasManager:
         elected = view_from_proto(reply.view)
         return elected if elected.master_id is not None else None
 
-    async def _become_master(self, decision: BecomeMaster) -> None:
-        log.warning("%s: becoming master at epoch %d (SyncStateSet %s)", self.name, decision.epoch,
-                    sorted(decision.sync_state_set))
-        await self.replica.become_master(epoch=decision.epoch, propose=self._propose,
-                                         sync_state_set=decision.sync_state_set,
-                                         sync_state_set_epoch=decision.sync_state_set_epoch)
-        self.fence.confirmed()
-        self.master_address = ""
-
-    async def _become_slave(self, decision: BecomeSlave) -> None:
-        log.warning("%s: following master %d at %s (epoch %d)", self.name, decision.master_id,
-                    decision.master_address, decision.epoch)
-        self.master_address = decision.master_address
-        await self.replica.become_slave(self.current_master_address, decision.epoch, decision.reconnect)
-
     async def current_master_address(self) -> str | None:
         """The internal address of the master this broker follows (None while it follows none)."""
         return self.master_address or None
 
-    async def _role_changed(self, epoch: int) -> None:
+    async def _role_changed(self, effect: FollowRole) -> None:
         broker = self.hosted.broker
-        broker.topics.stamp_state_version(epoch, self.clock.now_ms())
-        if self.replica.role is Role.MASTER:
-            broker.open_state_version(epoch)
+        broker.topics.stamp_state_version(effect.epoch, self.clock.now_ms())
+        if effect.open_state_version:
+            broker.open_state_version(effect.epoch)
         await broker.apply_role()
         try:
             await self.on_role_changed()
         except Exception:  # registration retries on its own schedule
             log.exception("%s: re-registering after the role change failed", self.name)
 
-    def _confirm_if_master(self, view: GroupView) -> None:
-        if (self.replica.role is Role.MASTER and view.master_id == self.replica.own_id
-                and view.master_epoch == self.local.master_epoch):
-            self.fence.confirmed()
-
     async def _propose(self, proposal: Proposal) -> tuple[frozenset[int], int] | None:
         reply = await self.client.call("AlterSyncStateSet", cpb.AlterSyncStateSetRequest(
-            broker_name=self.name, master_broker_id=self.replica.own_id, master_epoch=self.local.master_epoch,
+            broker_name=self.name, master_broker_id=self.replica.own_id, master_epoch=self.node.local.master_epoch,
             new_sync_state_set=sorted(proposal.members), sync_state_set_epoch=proposal.based_on_epoch))
         if reply.status.code != SUCCESS:
             log.warning("%s: AlterSyncStateSet %s refused: %s %s", self.name, sorted(proposal.members),
@@ -317,8 +292,8 @@ class ReplicasManager:
 
     # --- periodic: heartbeats, the fence, the poll -----------------------------------------------
     async def _heartbeat(self) -> None:
-        paused = self.fence.tick(self.clock.monotonic_ms())
-        if paused and self.replica.role is Role.MASTER:
+        paused = self.node.tick(self.clock.monotonic_ms())
+        if paused and self.node.role is Role.MASTER:
             log.warning("%s: this process paused for more than %d ms; no writes until the controller confirms it "
                         "is still master", self.name, self.config.controller_heartbeat_timeout_ms)
         store = self.replica.store
@@ -392,4 +367,4 @@ class ReplicasManager:
     def status(self) -> dict:
         return {"controllerMode": True, "replicaId": self.replica.own_id, "registerState": self.identity.state.value,
                 "refused": self.refused, "masterAddress": self.master_address,
-                "masterEpoch": self.local.master_epoch, "syncStateSetEpoch": self.local.sync_state_set_epoch}
+                "masterEpoch": self.node.local.master_epoch, "syncStateSetEpoch": self.node.local.sync_state_set_epoch}

@@ -90,3 +90,23 @@ def test_a_slave_holding_only_a_superseded_epoch_catches_up(seed):
     The handshake now cuts such a slave at its first epoch start (ha.replication.handshake)."""
     sim = run(seed, STEPS)
     assert any("truncates" in line and "-> 0" in line for line in sim.log)
+
+
+@pytest.mark.parametrize("mutation", ["a new master opens no epoch", "a deposed master keeps serving slaves"])
+def test_the_simulation_runs_the_production_order_of_a_role_change(monkeypatch, mutation):
+    """The simulated brokers carry out ha.role.replica_node's effects, as BrokerReplica does:
+    break the order the production driver follows and the checkers must notice."""
+    from ha.role import replica_node
+
+    original = replica_node.ReplicaNode._effects
+
+    def mutated(self, local, decision):
+        effects = original(self, local, decision)
+        if mutation == "a new master opens no epoch":
+            return tuple(e for e in effects if not isinstance(e, replica_node.OpenEpoch))
+        return tuple(e for e in effects if not isinstance(e, replica_node.StopMasterCore))
+
+    monkeypatch.setattr(replica_node.ReplicaNode, "_effects", mutated)
+    with pytest.raises((InvariantViolation, AssertionError)):
+        for seed in range(40):
+            run(seed, STEPS)

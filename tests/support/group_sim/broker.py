@@ -1,15 +1,13 @@
 """One simulated broker of the group: lifecycle, the role manager, the put path.
 
-Rules (what services/replicas/manager.py and services/ha/replica.py do, restated here
-because it lives in those drivers, not in a core):
+Rules:
 
 * Start FENCED, register (RegisterBroker), watch the group, heartbeat every
   ``HEARTBEAT_MS`` (the pause fence ticks with it; a revealed pause polls the controller).
-* Every view (register, election, heartbeat, watch, poll) goes through
-  ha.role.decisions.decide; the decision is carried out as the drivers do: to master, stop
-  copying, make the log durable, open the new epoch in the epoch file, start a MasterGroup;
-  to renew an epoch, stop writing and ask the controller (ElectMaster renew_master_epoch); to slave,
-  stop writing at once, stop the master (its waiting puts fail), drain local puts, copy.
+* Every view (register, election, heartbeat, watch, poll) goes to the replica's
+  :class:`ha.role.replica_node.ReplicaNode`, the core production runs too; :meth:`apply` is
+  the second interpreter of its effects (services/ha/replica.py is the first), so the
+  simulation checks the production decisions and their order, not a copy of them.
 * A put: only a MASTER whose fence allows it; the core decides (at once, wait, refuse);
   the record is written, acknowledged once durable and, when waiting, once the core says
   the replicas hold it.
@@ -24,9 +22,10 @@ from ha.replication.config import BrokerRole, HaConfig
 from ha.replication.master_group import GroupSettings, MasterGroup
 from ha.replication.quorum import QuorumRejection, WaitForAcks
 from ha.replication.slave import SlaveSettings
-from ha.role.decisions import (AdoptSyncStateSet, BecomeMaster, BecomeSlave, Elect, GroupView, Ignore, LocalRole,
-                               RenewEpoch, Role, after, decide)
+from ha.role.decisions import GroupView, LocalRole, Role
 from ha.role.fence import PauseFence
+from ha.role.replica_node import (AdoptSet, AskElection, DrainPuts, MakeDurable, MoveCopyEpoch, OpenEpoch, ReplicaNode,
+                                  StartCopying, StartMasterCore, StopCopying, StopMasterCore)
 from tests.support.group_sim import records
 from tests.support.group_sim.controller import CLUSTER, GROUP, Answer, Beat, Call, Watch
 from tests.support.group_sim.disk import SimDisk
@@ -61,8 +60,7 @@ class SimBroker(MasterSide, SlaveSide):
     # --- lifecycle -------------------------------------------------------------------------------
     def start(self, now_ms: int) -> None:
         self.up, self.paused, self.now_ms = True, False, now_ms
-        self.local = LocalRole(file_epoch=self.disk.epochs.last_epoch)
-        self.fence = PauseFence(self.heartbeat_timeout_ms)
+        self.node = ReplicaNode(self.id, self.disk.epochs.last_epoch, PauseFence(self.heartbeat_timeout_ms))
         self.group: MasterGroup | None = None
         self.tokens: dict[int, int] = {}
         self.waits: dict[int, int] = {}
@@ -92,10 +90,14 @@ class SimBroker(MasterSide, SlaveSide):
 
     @property
     def role(self) -> Role:
-        return self.local.role
+        return self.node.role
+
+    @property
+    def local(self) -> LocalRole:
+        return self.node.local
 
     def writable(self) -> bool:
-        return self.up and not self.paused and self.role is Role.MASTER and self.fence.writable(self.now_ms)
+        return self.up and not self.paused and self.node.write_refusal(self.now_ms) is None
 
     # --- the step --------------------------------------------------------------------------------
     def receive(self, src: int, connection: int, payload) -> None:
@@ -134,7 +136,7 @@ class SimBroker(MasterSide, SlaveSide):
 
     def heartbeat(self) -> None:
         self.next_heartbeat_ms = self.now_ms + HEARTBEAT_MS
-        revealed = self.fence.tick(self.now_ms)
+        revealed = self.node.tick(self.now_ms)
         disk = self.disk
         beat = Heartbeat(CLUSTER, GROUP, self.id, f"b{self.id}", disk.epochs.last_epoch, disk.end, disk.confirm,
                          self.heartbeat_timeout_ms, self.id)
@@ -208,54 +210,43 @@ class SimBroker(MasterSide, SlaveSide):
         view = GroupView(controller_view.master_broker_id, controller_view.master_address,
                          controller_view.master_epoch, controller_view.sync_state_set_epoch,
                          controller_view.sync_state_set)
-        local = LocalRole(self.local.role, self.local.master_epoch, self.local.sync_state_set_epoch,
-                          self.local.master_id, self.local.master_address, self.disk.epochs.last_epoch)
-        decision = decide(local, view, self.id)
-        self.sim.on_decision(self, decision)
-        if isinstance(decision, Ignore):
-            if self.role is Role.MASTER and view.master_id == self.id and view.master_epoch == self.local.master_epoch:
-                self.fence.confirmed()
-        elif isinstance(decision, AdoptSyncStateSet):
-            if self.group is not None:
-                self.carry_out(self.group.applied(decision.members, decision.epoch, self.master_log(), self.now_ms))
-            self.local = after(local, decision)
-        elif isinstance(decision, (Elect, RenewEpoch)):
-            if decision.step_down:
-                self.stop_master()
-            self.local = after(local, decision)
-            renew = decision.epoch if isinstance(decision, RenewEpoch) else 0
-            self.net.send(self.id, CONTROLLER, Call(ElectMaster(CLUSTER, GROUP, self.id, renew_master_epoch=renew),
-                                                    "elect"))
-        elif isinstance(decision, BecomeMaster):
-            self.become_master(decision)
-            self.local = after(local, decision)
-        else:
-            self.become_slave(decision)
-            self.local = after(local, decision)
-            if decision.reconnect or self.session is None:
-                self.connect_to_master()
-            else:
-                self.session.change_master_epoch(decision.epoch)
+        ready = self.node.on_view(view, self.disk.epochs.last_epoch)
+        self.sim.on_decision(self, ready.decision)
+        for effect in ready.effects:   # the second interpreter of ha.role.replica_node's effects
+            self.apply(effect)
+            self.node.done(effect)
 
-    def become_master(self, decision: BecomeMaster) -> None:
-        self.stop_slave()
-        self.stop_master()
-        self.disk.durable = self.disk.end   # the entry's start is durable before the entry (wait_flushed)
-        assert self.disk.epochs.last_epoch < decision.epoch, (self.disk.epochs, decision)
-        self.disk.epochs = self.disk.epochs.append(decision.epoch, self.disk.end)
-        settings = GroupSettings(self.id, True, self.config, retry_ms=200)
-        self.group = MasterGroup(settings, decision.sync_state_set, decision.sync_state_set_epoch, self.disk.confirm,
-                                 self.now_ms)
-        self.fence.confirmed()
-
-    def become_slave(self, decision: BecomeSlave) -> None:
-        self.stop_master()
-        for _, message_id in self.flush_waits:   # drain_puts: written, flushed, never acknowledged
-            self.answer_put(message_id, False)
-        self.flush_waits = []
-        self.disk.durable = self.disk.end
-        if decision.reconnect:
+    def apply(self, effect) -> None:
+        if isinstance(effect, StopCopying):
             self.stop_slave()
+        elif isinstance(effect, StopMasterCore):
+            self.stop_master()
+        elif isinstance(effect, DrainPuts):
+            for _, message_id in self.flush_waits:   # written, flushed, never acknowledged
+                self.answer_put(message_id, False)
+            self.flush_waits = []
+            self.disk.durable = self.disk.end
+        elif isinstance(effect, MakeDurable):
+            self.disk.durable = self.disk.end
+        elif isinstance(effect, OpenEpoch):
+            assert self.disk.epochs.last_epoch < effect.epoch, (self.disk.epochs, effect)
+            self.disk.epochs = self.disk.epochs.append(effect.epoch, self.disk.end)
+        elif isinstance(effect, StartMasterCore):
+            settings = GroupSettings(self.id, True, self.config, retry_ms=200)
+            self.group = MasterGroup(settings, effect.sync_state_set, effect.sync_state_set_epoch, self.disk.confirm,
+                                     self.now_ms)
+        elif isinstance(effect, StartCopying):
+            self.connect_to_master()
+        elif isinstance(effect, MoveCopyEpoch):
+            self.session.change_master_epoch(effect.epoch)
+        elif isinstance(effect, AdoptSet):
+            if self.group is not None:
+                self.carry_out(self.group.applied(effect.members, effect.epoch, self.master_log(), self.now_ms))
+        elif isinstance(effect, AskElection):
+            self.net.send(self.id, CONTROLLER, Call(ElectMaster(CLUSTER, GROUP, self.id,
+                                                                renew_master_epoch=effect.renew_epoch), "elect"))
+        # RefusePuts, AllowPuts: writable() asks the node; InvalidateDerived, FollowRole: nothing
+        # derived, no special services and no nameserver here
 
     def stop_master(self) -> None:
         group, self.group = self.group, None

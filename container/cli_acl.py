@@ -30,7 +30,7 @@ from typing import Any, Callable
 import grpc
 
 from container.cli import CliError
-from container.cli_admin import _add, _emit, _members, _run, cluster_option, host_port, table
+from container.cli_admin import _add, _emit, _members, _run, cluster_option, host_port, refusal_text, table
 from metadata.acl_files import dump_acl_toml, migrate_plain_acl
 from metadata.acl_model import (AclInputError, AclRejection, PolicyDecision, PolicyType, UserStatus, UserType,
                                 parse_actions, parse_resource, parse_source_ips, parse_subject, parse_username)
@@ -103,7 +103,7 @@ async def _on_each(args: Any, method: str, request: Any) -> tuple[dict[str, Any]
         try:
             return await _acl_call(address, method, request, args.timeout_ms)
         except (AdminUnavailable, AdminRejected) as exc:
-            return f"{exc}"
+            return refusal_text(exc)
     replies = await asyncio.gather(*(one(address) for address in addresses))
     done = {a: r for a, r in zip(addresses, replies) if not isinstance(r, str)}
     return done, {a: r for a, r in zip(addresses, replies) if isinstance(r, str)}
@@ -259,7 +259,7 @@ async def _apply_migration(args: Any, migration) -> tuple[dict[str, Any], dict[s
                         raise
             done[address] = reply
         except (AdminUnavailable, AdminRejected) as exc:
-            failed[address] = str(exc)
+            failed[address] = refusal_text(exc)
     return done, failed
 
 

@@ -34,7 +34,8 @@ from typing import Any, Callable
 from container.cli import CliError, add_command
 from metadata.names import GROUP_MAX_LENGTH, TOPIC_MAX_LENGTH, is_valid_group_name, is_valid_topic_name
 from proto import admin_pb2 as apb
-from services.admin.client import CALLER_CREDENTIALS, AdminClient, AdminError, AdminUnavailable, Credentials
+from services.admin.client import (CALLER_CREDENTIALS, AdminClient, AdminError, AdminRejected, AdminUnavailable,
+                                   Credentials)
 from services.nameserver.client import ClusterMember, NameserverClient, NameserverError, NameserverUnavailable
 
 DEFAULT_NAMESRV = "127.0.0.1:9876"
@@ -67,7 +68,15 @@ def _run(coroutine: Any) -> Any:
     except AdminUnavailable as exc:
         raise CliError(str(exc), 1) from None
     except AdminError as exc:
-        raise CliError(f"admin refused: {exc}", 1) from None
+        raise CliError(f"admin refused: {refusal_text(exc)}", 1) from None
+
+
+def refusal_text(exc: Exception) -> str:
+    """A refusal's details, with a hint when it is for want of credentials the caller did not give."""
+    if isinstance(exc, AdminRejected) and exc.code.name == "UNAUTHENTICATED" and CALLER_CREDENTIALS.get() is None:
+        return (f"{exc} (the container has authorization on: sign with relaymq admin --access-key K --secret-key S, "
+                "or RELAYMQ_ACCESS_KEY and RELAYMQ_SECRET_KEY)")
+    return str(exc)
 
 
 def _nameserver(args: Any) -> NameserverClient:

@@ -81,6 +81,7 @@ def _refused(events, code: str) -> bool:
 def test_admin_calls_need_the_admins_signature(secured):
     anonymous = secured.admin("update-topic", "--topic", "orders", "--type", "NORMAL", credentials=())
     assert anonymous.returncode == 1 and "UNAUTHORIZED" in anonymous.stderr, anonymous.stderr
+    assert "--access-key" in anonymous.stderr  # the hint
     producer = secured.admin("update-topic", "--topic", "orders", "--type", "NORMAL",
                              credentials=("--access-key", "producer1", "--secret-key", "producer1-secret"))
     assert producer.returncode == 1 and "FORBIDDEN: User:producer1 may not Create on Topic:orders" in producer.stderr

@@ -14,6 +14,7 @@ Rules:
 from __future__ import annotations
 
 import functools
+import logging
 from typing import Any, Callable
 
 import grpc
@@ -27,6 +28,7 @@ from proto import acl_admin_pb2 as pb
 from proto import acl_admin_pb2_grpc as pb_grpc
 from services.access.acl_store import AclFileBad, AclStore
 
+log = logging.getLogger(__name__)
 _CODES = {AclRejection.NO_SUCH_USER: grpc.StatusCode.NOT_FOUND, AclRejection.NO_SUCH_ACL: grpc.StatusCode.NOT_FOUND,
           AclRejection.NO_SUCH_POLICY_ENTRY: grpc.StatusCode.NOT_FOUND,
           AclRejection.USER_EXISTS: grpc.StatusCode.ALREADY_EXISTS}
@@ -51,6 +53,9 @@ def _rpc(method: Callable) -> Callable:
             code, details = grpc.StatusCode.INVALID_ARGUMENT, str(exc)
         except AclFileBad as exc:
             code, details = grpc.StatusCode.FAILED_PRECONDITION, f"ACL_FILE_BAD: {exc}"
+        except OSError as exc:  # the write failed: nothing was enforced (AclStore.change persists first)
+            log.error("ACL change not written: %s", exc)
+            code, details = grpc.StatusCode.UNAVAILABLE, f"ACL_FILE_NOT_WRITTEN: {exc.strerror or exc}; nothing changed"
         except _Refused as exc:
             code, details = exc.code, exc.details
         await context.abort(code, details)

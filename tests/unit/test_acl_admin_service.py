@@ -91,3 +91,14 @@ def test_acls_are_merged_shown_with_the_version_and_removed_entry_by_entry(servi
 def test_without_a_store_every_call_says_authorization_is_off():
     off = refused(AclAdminServicer(None), "ListAcl", pb.AclListRequest())
     assert off.code is grpc.StatusCode.FAILED_PRECONDITION and off.details.startswith("AUTHORIZATION_OFF")
+
+
+def test_a_change_that_cannot_be_written_changes_nothing(servicer, monkeypatch):
+    import services.access.acl_store as acl_store
+
+    def full(path, text):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(acl_store, "write_atomically", full)
+    failed = refused(servicer, "CreateUser", pb.AclCreateUserRequest(user=pb.AclUser(username="p1", password="x")))
+    assert failed.code is grpc.StatusCode.UNAVAILABLE and "No space left" in failed.details
+    assert servicer.store.state.version == 1 and "p1" not in servicer.store.state.users

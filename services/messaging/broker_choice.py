@@ -10,6 +10,12 @@ Rules:
   serves it (the master when both master and slave of a group are here).
 - When the nameserver cannot be reached, the container answers routes from its own masters
   rather than failing the client.
+- A send pinned to a broker that is not master here (its slave acts for the absent master,
+  RIP-32, or waits for a master that is not coming) is passed on to a local master of another
+  group that has the topic: the client's route is stale (the official Python client refreshes
+  it every 30 s) and it retries a failed send on the next queue of its round robin, which is
+  often the same broker's, so a refusal fails the send (issue 24, defect 7).  A FIFO message
+  passed on leaves its group's queue early, as the client itself moves it at its next refresh.
 - A send no local master takes is refused with why: a slave acting for its absent master
   (RIP-32) is named as read-only, so the client's error says where to send instead.
 - Pure: views of the local brokers in, a choice out.
@@ -46,7 +52,16 @@ def broker_for_send(brokers: Sequence[LocalBroker], topic: str, pinned: str | No
     for index, broker in masters:
         if broker.auto_create_topics:
             return index
+    if pinned is not None and not masters:
+        return _passed_on(brokers, topic, pinned)
     return None
+
+
+def _passed_on(brokers: Sequence[LocalBroker], topic: str, pinned: str) -> int | None:
+    """The local master of another group that has ``topic``, for a send that arrived on the own
+    endpoint of ``pinned``, a group with no master here (never one that would create the topic)."""
+    return next((i for i, b in enumerate(brokers) if b.is_master and b.name != pinned and b.topic(topic) is not None),
+                None)
 
 
 class NoMaster(str, Enum):

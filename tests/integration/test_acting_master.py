@@ -20,7 +20,7 @@ from proto import messaging_definition_pb2 as d
 from proto import messaging_service_pb2 as s
 from proto import messaging_service_pb2_grpc as g
 from tests.support.acting_cluster import ActingCluster
-from tests.support.failover_load import ACTING, Client, wait_started
+from tests.support.failover_load import ACTING, Client, drain, wait_started
 
 pytestmark = [pytest.mark.integration, pytest.mark.conformance]
 PAIR_LAYOUT = (("broker-a", 0), ("broker-b", 0)), (("broker-a", 1), ("broker-b", 1)), (("broker-c", 0),)
@@ -269,3 +269,39 @@ def test_strict_fifo_locks_stop_an_acting_slave_alone_and_let_its_master_deliver
     finally:
         cluster.close()
 
+
+
+# --- sends through the kill (issue 24, defect 7) ---------------------------------------------------
+def test_no_send_fails_and_none_is_lost_while_the_slave_starts_acting(tmp_path):
+    """The official producer at 200 msg/s on container 2's client endpoint through the SIGKILL of
+    broker-a's master: its route still names broker-a's queues writable (until its 30 s refresh)
+    and its channel moves to broker-a's endpoint in container 2, where the acting slave is.  The
+    client retries a failed send on the next queue of its round robin, often broker-a's again, so
+    a refusal there failed sends (24 of 223 in the issue).  Every send must be acknowledged, and
+    every acknowledged message consumed."""
+    cluster = ActingCluster(tmp_path).start()
+    try:
+        cluster.admin("update-topic", "--topic", "steady", "--type", "NORMAL", "--queues", "4")
+        cluster.admin("update-group", "--group", "steady-group")
+        endpoint = cluster.endpoint(1)
+        producer = Client("produce", "--endpoint", endpoint, "--topic", "steady", "--rate", "200", "--seconds", "600",
+                          log_path=tmp_path / "producer.log")
+        consumer_client = Client("consume", "--endpoint", endpoint, "--topic", "steady", "--group", "steady-group",
+                                 "--seconds", "600", log_path=tmp_path / "consumer.log")
+        wait_started(producer, consumer_client)
+        cluster.wait_for(lambda: sum(e["event"] == "ack" for e in producer.snapshot()) > 200, 30, "the load runs")
+        killed_at = time.monotonic()
+        cluster.kill(0)
+        cluster.wait_for(lambda: acting_status(cluster, 1, "broker-a"), 10, "broker-a's slave acts")
+        cluster.wait_for(lambda: time.monotonic() > killed_at + 8, 20, "sends through the acting window")
+        producer.stop()
+        counts = drain([consumer_client], [producer], timeout_s=60)
+        consumer_client.stop()
+        failed = [e for e in producer.snapshot() if e["event"] == "fail"]
+        after = sum(1 for e in producer.snapshot() if e["event"] == "ack" and e["t"] > killed_at)
+        assert failed == [], f"{len(failed)} sends failed, first: {failed[0]}"
+        assert after > 600, f"only {after} sends acknowledged after the kill"
+        assert counts.lost == set(), f"{len(counts.lost)} acknowledged messages never consumed"
+    finally:
+        Client.stop_all()
+        cluster.close()

@@ -22,7 +22,11 @@ def broker(name, broker_id=0, master=True, topics=("t",), auto=False):
     ([broker("a", topics=(), auto=True), broker("b", topics=())], "t", None, 0),   # else auto-create
     ([broker("a", master=False), broker("b")], "t", None, 1),                 # slaves never take sends
     ([broker("a"), broker("b")], "t", "b", 1),                                # a call on b's endpoint
-    ([broker("a"), broker("b", master=False)], "t", "b", None),               # ... b is not master here
+    ([broker("a"), broker("b", master=False)], "t", "b", 0),                  # ... b has no master here (its slave
+                                                                              # acts): passed on to a master of the topic
+    ([broker("a", topics=(), auto=True), broker("b", master=False)], "t", "b", None),  # ... never to create it
+    ([broker("a", master=False), broker("b", master=False)], "t", "b", None),  # ... no master here at all
+    ([broker("a", topics=()), broker("b", topics=())], "t", "b", None),       # b is master without the topic: no pass
     ([broker("a", topics=())], "t", None, None),
 ])
 def test_the_broker_for_a_send(brokers, topic, pinned, chosen):

@@ -59,7 +59,7 @@ class MasterSession:
         self.state = MasterSessionState.WAIT_HANDSHAKE
         self.slave: SlaveHandshake | None = None
         self.position = 0
-        self.ack_offset = 0
+        self.ack_offset = -1    # no ack yet: the first, even of 0 (an empty log), is reported
         self.closed: MasterCloseReason | None = None
         self._last_read_ms = now_ms
         self._last_send_ms = now_ms

@@ -2,7 +2,11 @@
 
 Rules (reference 4.7, issues #5663, #6662, #6728):
 
-* Each connected slave has an ack offset; acks <= 0 are ignored (a fresh connection's -1).
+* Each connected slave has an ack offset, -1 until its connection's first ack (upstream's
+  fresh connection); a negative ack is ignored.  An ack of 0 is a real one: the offset of an
+  empty log, which joins the set like any other (issue 24: a fresh cluster stayed at a set of
+  the master alone until its first write, so its first messages were acknowledged on one disk
+  and a master lost before them left the group with nobody electable).
 * Caught-up tracking: a transfer records the master's max and the time; an ack reaching that
   max marks the slave caught up at that time (now, if it equals the current max).  Learners
   are never tracked and never join the set.
@@ -33,7 +37,7 @@ class SlaveProgress:
     slave_id: int
     learner: bool
     connected: bool
-    ack_offset: int = 0
+    ack_offset: int = -1          # -1: no ack on this connection yet
     last_caught_up_ms: int | None = None
     last_transfer_max: int = 0
     last_transfer_ms: int = 0
@@ -87,7 +91,7 @@ class SyncStateTracker:
     # --- slave events --------------------------------------------------------------------------
     def slave_connected(self, slave_id: int, learner: bool) -> None:
         old = self.slaves.get(slave_id)
-        self.slaves[slave_id] = SlaveProgress(slave_id, learner, True, 0,
+        self.slaves[slave_id] = SlaveProgress(slave_id, learner, True, -1,
                                               old.last_caught_up_ms if old and not learner else None)
 
     def slave_disconnected(self, slave_id: int) -> frozenset[int] | None:
@@ -109,7 +113,7 @@ class SyncStateTracker:
                now_ms: int) -> frozenset[int] | None:
         """Record an ack; returns an expanded set to propose to the controller, if any."""
         old = self.slaves.get(slave_id)
-        if old is None or offset <= 0 or not old.connected:
+        if old is None or offset < 0 or not old.connected:
             return None
         caught = old.last_caught_up_ms
         if not old.learner and offset >= old.last_transfer_max:
@@ -151,7 +155,7 @@ class SyncStateTracker:
     # --- confirm offset ------------------------------------------------------------------------
     def recompute_confirm(self, master_max: int) -> int:
         members = self.sync_state_set - {self.self_id}
-        if any(not self._connected(m) or self.slaves[m].ack_offset <= 0 for m in members):
+        if any(not self._connected(m) or self.slaves[m].ack_offset < 0 for m in members):
             return self.confirm_offset  # frozen (#6662; a connection without an ack yet, #6728)
         candidate = min([master_max] + [self.slaves[m].ack_offset for m in members])
         self.confirm_offset = max(self.confirm_offset, candidate)

@@ -382,7 +382,8 @@ class ReplicationMaster:
             slaves.append({"slaveId": slave_id, "address": stream.address if stream else "",
                            "connected": progress.connected, "learner": progress.learner,
                            "state": session.state.value if session else "DISCONNECTED",
-                           "ackOffset": progress.ack_offset, "lagBytes": max(0, max_offset - progress.ack_offset),
+                           "ackOffset": max(0, progress.ack_offset),  # -1 (no ack yet) shows as 0
+                           "lagBytes": max(0, max_offset - max(0, progress.ack_offset)),
                            "inSyncStateSet": slave_id in tracker.sync_state_set})
         return {"brokerName": self.name, "role": "MASTER", "brokerRole": self.config.broker_role.value,
                 "brokerId": self.self_id, "maxOffset": max_offset, "minOffset": self.store.commit_log_min_offset,

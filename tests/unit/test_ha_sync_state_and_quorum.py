@@ -30,12 +30,37 @@ def test_confirm_is_the_min_ack_over_the_set_and_never_goes_back():
     assert t.confirm_offset == 500
 
 
-def test_acks_at_or_below_zero_are_ignored():
+def test_negative_and_stale_acks_are_ignored():
     t = tracker((0, 1))
     t.on_ack(1, 400, 1000, 0, 1)
     t.on_ack(1, -1, 1000, 0, 2)
     t.on_ack(1, 0, 1000, 0, 3)
     assert t.slaves[1].ack_offset == 400 and t.confirm_offset == 400
+
+
+# issue 24, defect 5: an empty log acks 0, and that is an ack like any other
+EMPTY_LOG_ACKS = [
+    # name, set, acks (slave, offset), master max, confirm after, proposal after
+    ("an empty slave joins an empty master's set", (0,), [(1, 0)], 0, 0, frozenset({0, 1})),
+    ("an empty member unfreezes the confirm offset", (0, 1), [(1, 0)], 0, 0, None),
+    ("no ack yet on the connection: frozen, not joined", (0,), [], 0, 0, None),
+    ("an empty slave behind a master with records stays out", (0,), [(1, 0)], 500, 500, None),
+    ("two empty members: the confirm offset is theirs", (0, 1, 2), [(1, 0), (2, 0)], 0, 0, None),
+]
+
+
+@pytest.mark.parametrize("name,members,acks,master_max,confirm,proposal", EMPTY_LOG_ACKS,
+                         ids=[row[0] for row in EMPTY_LOG_ACKS])
+def test_an_ack_of_an_empty_log_counts(name, members, acks, master_max, confirm, proposal):
+    t = SyncStateTracker(0, frozenset(members), 0, 15_000)
+    for slave in (1, 2):
+        t.slave_connected(slave, learner=False)
+    t.recompute_confirm(master_max)
+    proposed = None
+    for slave, offset in acks:
+        proposed = t.on_ack(slave, offset, master_max, 0, 1) or proposed
+    assert t.confirm_offset == confirm and proposed == proposal
+    assert t.all_members_acked(0) == all(m in dict(acks) for m in set(members) - {0})
 
 
 def test_confirm_freezes_while_a_member_is_disconnected():

@@ -24,9 +24,11 @@ def group(controller: bool = False, members=(1,), self_id: int = 1, now: int = 0
     return MasterGroup(GroupSettings(self_id, controller, config, retry_ms=200), frozenset(members), 3, 0, now)
 
 
-def connect(g: MasterGroup, slave_id: int, at: int, now: int = 0) -> int:
-    token, reply, _ = g.connect(SlaveHandshake(slave_id), log(at), now)
-    g.on_ack(token, SlaveAck(reply.min_offset if at == 0 else at), log(at), now)  # first ack: resume point
+def connect(g: MasterGroup, slave_id: int, at: int, now: int = 0, master_max: int | None = None) -> int:
+    """A slave holding ``at`` connects while the master holds ``master_max`` (default ``at``)."""
+    master = log(at if master_max is None else master_max)
+    token, reply, _ = g.connect(SlaveHandshake(slave_id), master, now)
+    g.on_ack(token, SlaveAck(reply.min_offset if at == 0 else at), master, now)  # first ack: resume point
     return token
 
 
@@ -41,7 +43,7 @@ def test_local_mode_applies_an_expansion_at_once_and_confirms_by_the_slowest_mem
 
 def test_controller_mode_proposes_and_uses_the_union_until_applied():
     g = group(controller=True, members=(1,), all_ack_in_sync_state_set=True)
-    token = connect(g, 2, 0)
+    token = connect(g, 2, 0, master_max=1000)
     out = g.on_ack(token, SlaveAck(1000), log(1000), 10)
     assert out.propose == Proposal(frozenset({1, 2}), 3)
     assert g.sync_state_set == frozenset({1, 2}) and g.applied_sync_state_set == frozenset({1})
@@ -143,7 +145,7 @@ def test_a_replaced_proposal_whose_reply_was_lost_stays_in_the_union():
     """Simulation finding: the expansion {1,2} was applied but its reply lost (refused here); a
     shrink then replaced it; the master must keep counting 2 until the controller's set is known."""
     g = group(controller=True, members=(1,), all_ack_in_sync_state_set=True)
-    token = connect(g, 2, 0)
+    token = connect(g, 2, 0, master_max=1000)
     assert g.on_ack(token, SlaveAck(1000), log(1000), 10).propose == Proposal(frozenset({1, 2}), 3)
     g.refused(20)                                    # no answer: the controller may have applied it
     g.disconnected(token, log(1000), 30)             # the shrink replaces the proposal
@@ -182,7 +184,7 @@ def test_a_proposal_still_pending_when_another_set_is_applied_keeps_the_confirm_
     confirm offset was recomputed over {1,3} alone, passed slave 2's ack, consumers read past
     it, and the controller then applied {1,2,3} and later elected 2, which lacked those bytes."""
     g = group(controller=True, members=(1,), all_ack_in_sync_state_set=True)
-    token2, token3 = connect(g, 2, 0), connect(g, 3, 0)
+    token2, token3 = connect(g, 2, 0, master_max=1000), connect(g, 3, 0, master_max=1000)
     assert g.on_ack(token3, SlaveAck(1000), log(1000), 10).propose == Proposal(frozenset({1, 3}), 3)
     g.on_ack(token2, SlaveAck(1000), log(1000), 11)                               # {1,2,3} waits
     assert g.tracker.proposed == frozenset({1, 2, 3})

@@ -26,12 +26,14 @@ metadata headers as the broker's (client id, language), as every official client
 
     .venv/bin/python bench/bench_broker.py                   # the real container
     .venv/bin/python bench/bench_broker.py --target fake     # servicer over the in-memory fake
+    .venv/bin/python bench/bench_broker.py --json > figures.json   # machine-readable, to diff
 Benchmarks print; they never fail on timing.
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -339,11 +341,14 @@ def main() -> int:
     parser.add_argument("--consumers", type=int, default=4, help="receive-and-ack loops in flight (end to end)")
     parser.add_argument("--rounds", type=int, default=3,
                         help="rounds of (echo, each flush type); medians are printed, ratios are per round")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON document of the medians and per-round figures last (stable keys)")
     args = parser.parse_args()
     if args.rounds < 1 or args.seconds <= 0 or args.e2e_count < 1 or args.consumers < 1:
         parser.error("--rounds, --seconds, --e2e-count and --consumers must be positive")
+    progress = sys.stderr if args.json else sys.stdout   # with --json, stdout is the document alone
     print(f"python {sys.version.split()[0]}, grpcio {grpc.__version__}, {os.cpu_count()} cpus, target={args.target}, "
-          f"{len(BODY)} B bodies, {args.seconds}s per case; client and server in separate processes")
+          f"{len(BODY)} B bodies, {args.seconds}s per case; client and server in separate processes", file=progress)
     flushes = ("ASYNC_FLUSH",) if args.target == "fake" else ("ASYNC_FLUSH", "SYNC_FLUSH")
     echoes, runs = [], {flush: [] for flush in flushes}
     for round_no in range(1, args.rounds + 1):  # interleaved, so a drift of the machine hits all alike
@@ -351,15 +356,33 @@ def main() -> int:
         for flush in flushes:
             runs[flush].append(_run_target(args, flush))
             print(f"round {round_no}/{args.rounds} {flush}: " + ", ".join(
-                f"{case} {figures['msg_s']:.0f}" for case, figures in runs[flush][-1].items()), flush=True)
+                f"{case} {figures['msg_s']:.0f}" for case, figures in runs[flush][-1].items()), flush=True, file=progress)
     echo = median_figures(echoes)
+    document = {"python": sys.version.split()[0], "grpcio": grpc.__version__, "cpus": os.cpu_count(),
+                "target": args.target, "bodyBytes": len(BODY), "secondsPerCase": args.seconds, "rounds": args.rounds,
+                "echo": echo, "echoRounds": echoes, "flush": {}}
     for flush in flushes:
         figures = median_figures(runs[flush])
         for case, ratios in _ratios(runs[flush], echoes).items():
             figures[case]["ratio"] = statistics.median(ratios)
         title = f"{flush} ({'fake broker: no disk' if args.target == 'fake' else 'container'})"
-        report(f"{title}, median of {args.rounds} round(s)", figures, echo)
+        if not args.json:
+            report(f"{title}, median of {args.rounds} round(s)", figures, echo)
+        document["flush"][flush] = {"median": figures, "rounds": runs[flush]}
+    if args.json:
+        print(json.dumps(_finite(document), sort_keys=True))
     return 0
+
+
+def _finite(value):
+    """NaN (no CPU figure without /proc) as null: strict JSON."""
+    if isinstance(value, float):
+        return None if math.isnan(value) else round(value, 3)
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_finite(item) for item in value]
+    return value
 
 
 if __name__ == "__main__":

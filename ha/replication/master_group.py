@@ -298,7 +298,7 @@ class MasterGroup:
         if epoch <= self.sync_state_set_epoch or self.settings.self_id not in members:
             return NOTHING
         before = self.tracker.confirm_offset
-        pending = self.tracker.proposed
+        pending = self._still_holds(self.tracker.proposed, members)
         self.sync_state_set_epoch = epoch
         self._in_flight = None
         self.tracker.apply_sync_state_set(members, log.durable_offset, still_proposed=pending)
@@ -308,6 +308,17 @@ class MasterGroup:
         if self.tracker.confirm_offset != before:
             out = out | MasterGroupOutput(confirm_offset=self.tracker.confirm_offset)
         return out | self._resolve(log)
+
+    def _still_holds(self, pending: frozenset[int] | None, members: frozenset[int]) -> frozenset[int] | None:
+        """A proposal decided against an older set, re-decided against ``members``: a member of
+        ``members`` it drops stays when it is connected again (the drop was its old connection's),
+        so an expansion is not undone by a shrink decided before it (issue 24: [1, 2], [2], [1, 2]
+        within 40 ms on a rejoin).  One not caught up is still dropped, at its deadline."""
+        if pending is None:
+            return None
+        back = {m for m in members - pending
+                if m != self.settings.self_id and (p := self.tracker.slaves.get(m)) is not None and p.connected}
+        return pending | back
 
     def refused(self, now_ms: int) -> MasterGroupOutput:
         """The proposal in flight was refused or not answered: keep the union, retry later."""

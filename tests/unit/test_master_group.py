@@ -193,3 +193,41 @@ def test_a_proposal_still_pending_when_another_set_is_applied_keeps_the_confirm_
     assert out.propose == Proposal(frozenset({1, 2, 3}), 4)                       # its own round now
     assert g.sync_state_set == frozenset({1, 2, 3})
     assert g.tracker.confirm_offset == 1000 and g.visible_offset(log(1500)) == 1000
+
+
+# The rejoin race of issue 24 (defect 8): SyncStateSet [1, 2], [2], [1, 2] within 40 ms.  Slave 1
+# joins, its connection drops and comes back while the expansion is in flight: the drop made a
+# shrink wait behind it, and the controller's reply then sent that shrink, decided against the
+# older set, although slave 1 was connected again.  Each row: a step, the proposal it sends
+# (None: none) and the set acks use afterwards.
+REJOIN = [
+    ("ack", 5000, 60_000, Proposal(frozenset({1, 2}), 3), {1, 2}),      # expand: in flight
+    ("drop", None, 60_005, None, {1, 2}),                               # a shrink waits behind it
+    ("connect", None, 60_010, None, {1, 2}),                            # slave 1 is back
+    ("applied", ({1, 2}, 4), 60_020, None, {1, 2}),                     # the old shrink is not sent
+    ("ack", 5000, 60_030, None, {1, 2}),
+    ("tick", None, 60_040, None, {1, 2}),
+]
+STILL_GONE = [
+    ("ack", 5000, 60_000, Proposal(frozenset({1, 2}), 3), {1, 2}),
+    ("drop", None, 60_005, None, {1, 2}),
+    ("applied", ({1, 2}, 4), 60_020, Proposal(frozenset({2}), 4), {1, 2}),  # gone: the shrink goes out
+]
+
+
+@pytest.mark.parametrize("steps", [REJOIN, STILL_GONE], ids=["rejoined", "still-gone"])
+def test_a_shrink_decided_before_an_expansion_is_applied_only_if_it_still_holds(steps):
+    g = group(controller=True, members=(2,), self_id=2)
+    token, _, _ = g.connect(SlaveHandshake(1), log(5000), 59_990)
+    for step, argument, now, proposal, members in steps:
+        if step == "ack":
+            out = g.on_ack(token, SlaveAck(argument), log(5000), now)
+        elif step == "drop":
+            out = g.disconnected(token, log(5000), now)
+        elif step == "connect":
+            token, _, out = g.connect(SlaveHandshake(1), log(5000), now)
+        elif step == "tick":
+            out = g.tick(log(5000), now)
+        else:
+            out = g.applied(frozenset(argument[0]), argument[1], log(5000), now)
+        assert (out.propose, g.sync_state_set) == (proposal, frozenset(members)), (step, now)

@@ -13,6 +13,11 @@ shows its master as NOT_REGISTERED, and a slave its master remembers but the nam
 does not list is shown as NOT_REGISTERED too; never a traceback.  A master in pre-online (not
 registered yet) is found through the address it offered its slaves and shown as
 ``PRE_ONLINE`` with its ``preOnline`` status: the step it waits on, the member, the attempt.
+Under a controller, a replica that is neither registered nor remembered by its master (the
+dead old master after an election: the new master never had it as a slave) is listed from
+the controller's replicas as NOT_REGISTERED, so every group's table names each replica;
+the controller asked is ``--controller``, else the nameserver (conf/controller-mode embeds
+it), and one that does not answer adds nothing.
 """
 from __future__ import annotations
 
@@ -103,6 +108,38 @@ def _unregistered_slaves(group: dict, registered: set[int], master: dict | None)
             for s in (master or {}).get("slaves", []) if s["slaveId"] not in registered]
 
 
+def _controller_only_slaves(group: dict, replicas: list[dict]) -> list[dict]:
+    """Rows for the controller's replicas of ``group`` that no row names yet (the master by its
+    ``replicaId``, the slaves by their ids): ``replicas`` as get-sync-state-set lists them."""
+    shown = {s["brokerId"] for s in group["slaves"]} | {group["master"].get("replicaId", 0)}
+    return [{"brokerId": r["brokerId"], "address": r["address"], "state": "NOT_REGISTERED",
+             "lastClose": "" if r["alive"] else "not alive at the controller", "maxOffset": None, "confirmOffset": None,
+             "connected": False, "inSyncStateSet": bool(r["inSync"]), "learner": False, "ackOffset": None,
+             "lagBytes": None, "lagMessages": None, "specialServicesRunning": None, "acting": None}
+            for r in sorted(replicas, key=lambda r: r["brokerId"]) if r["brokerId"] not in shown]
+
+
+async def _controller_replicas(args: Any, names: list[str]) -> dict[str, list[dict]]:
+    """broker name -> the controller's replicas of it; {} when no controller answers."""
+    from proto import controller_pb2 as pb
+    from services.controller.client import ControllerClient, ControllerClientError
+
+    addresses = list(getattr(args, "controller", None) or args.namesrv)
+    timeout_s = args.timeout_ms / 1000
+    client = ControllerClient(addresses, call_timeout_s=timeout_s, attempts=len(addresses), deadline_s=timeout_s,
+                              retry_pause_s=0)
+    try:
+        reply = await client.call("GetSyncStateData", pb.GetSyncStateDataRequest(broker_names=names))
+    except ControllerClientError:
+        return {}
+    finally:
+        await client.close()
+    if reply.status.code != pb.ControllerStatus.SUCCESS:
+        return {}
+    return {g.view.broker_name: [{"brokerId": r.broker_id, "address": r.address, "alive": r.alive,
+                                  "inSync": r.in_sync} for r in g.replicas] for g in reply.groups}
+
+
 async def collect(args: Any) -> list[dict]:
     members = [m for m in await _members(args, args.cluster) if not args.broker or m.broker_name == args.broker]
     if not members and (args.broker or args.cluster):
@@ -118,6 +155,7 @@ async def collect(args: Any) -> list[dict]:
         if member.broker_id == 0:
             group["master"] = {"brokerId": 0, "address": member.address, **(status or {"state": "UNREACHABLE"})}
             group["master"].pop("slaves", None)
+    controller = await _controller_replicas(args, sorted({name for _, name in groups}))
     for group in groups.values():
         if group["master"] is None:
             group["master"] = await _pre_online_master(group, args.timeout_ms)
@@ -127,6 +165,7 @@ async def collect(args: Any) -> list[dict]:
         group["slaves"] += _unregistered_slaves(group, {m.broker_id for m, _ in replicas}, master_status)
         if group["master"] is None:
             group["master"] = {"brokerId": 0, "address": "", "state": "NOT_REGISTERED"}
+        group["slaves"] += _controller_only_slaves(group, controller.get(group["brokerName"], []))
         group["servable"] = group["master"].get("state") not in ("UNREACHABLE", "NOT_REGISTERED", "PRE_ONLINE")
     return [groups[key] for key in sorted(groups)]
 
@@ -217,10 +256,15 @@ def broker_epoch(args: Any) -> int:
 
 
 def register(subparsers: Any, admin_subparsers: Any) -> None:
+    from container.cli_admin import host_ports
+
     p = _add(admin_subparsers, "ha-status", ha_status, "per broker group: master, slaves' acked offsets, lag, connection",
              hidden_aliases=("haStatus",))
     cluster_option(p)
     broker_option(p, help_text="only this broker group")
+    p.add_argument("--controller", type=host_ports, default=None, metavar="HOST:PORT[;HOST:PORT...]",
+                   help="controller member(s) to list replicas nobody registered (default: the nameserver, "
+                        "which embeds the controller in conf/controller-mode)")
     p = _add(admin_subparsers, "get-broker-epoch", broker_epoch,
              "each replica's epoch entries with start and end offsets (mqadmin getBrokerEpoch)",
              hidden_aliases=("getBrokerEpoch",))

@@ -64,6 +64,13 @@ def acting_ids(replies: dict[int, Any], broker_name: str) -> set[int]:
             and any(b.acting and b.broker_id == i and b.broker_name == broker_name for b in r.brokers)}
 
 
+def acting_ids_of_status(replies: dict[int, Any], broker_name: str) -> set[int]:
+    """The ids whose BrokerStatus answer says they act for their absent master (cluster-list)."""
+    return {i for i, r in replies.items() if not isinstance(r, view.Failure)
+            and any(b.broker_name == broker_name and b.broker_id == i and json.loads(b.status_json or "{}").get("acting")
+                    for b in r.brokers)}
+
+
 async def groups_of_cluster(args: Any, cluster: str | None) -> list[view.Group]:
     members = await _members(args, cluster)
     if cluster and not members:
@@ -247,8 +254,9 @@ def cluster_list(args: Any) -> int:
             clusters[b["cluster"]].append(b["brokerName"])
     groups = [view.Group(c, n, {b["brokerId"]: b["address"] for b in brokers if (b["cluster"], b["brokerName"]) == (c, n)})
               for c, names in clusters.items() for n in names]
-    states = [view.replica_states(g, {b["brokerId"]: probes[b["address"]] for b in brokers
-                                      if b["brokerName"] == g.broker_name and b["cluster"] == g.cluster}) for g in groups]
+    replies = [{b["brokerId"]: probes[b["address"]] for b in brokers
+                if b["brokerName"] == g.broker_name and b["cluster"] == g.cluster} for g in groups]
+    states = [view.replica_states(g, r, acting_ids_of_status(r, g.broker_name)) for g, r in zip(groups, replies)]
     document = {"clusters": clusters, "brokers": brokers, "groups": [s.to_json() for s in states],
                 "complete": all(r["state"] == view.OK for s in states for r in s.replicas)}
     return _emit(args, document, lambda d: "\n".join([table(

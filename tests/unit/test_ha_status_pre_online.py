@@ -12,6 +12,10 @@ PRE_ONLINE = {"step": "WAIT_TRANSFER", "attempt": 2, "waitingOn": 1, "waitingOnA
               "lastFailure": "TRANSFER_TIMEOUT: member 1 did not reach TRANSFER within 10000 ms", "synced": []}
 
 
+async def no_controller(args, names):
+    return {}
+
+
 def run(monkeypatch, statuses: dict) -> list[dict]:
     slave = SimpleNamespace(cluster="DefaultCluster", broker_name="broker-a", broker_id=1, address="c2:1")
 
@@ -23,6 +27,7 @@ def run(monkeypatch, statuses: dict) -> list[dict]:
 
     monkeypatch.setattr(cli_ha, "_members", members)
     monkeypatch.setattr(cli_ha, "_member_status", member_status)
+    monkeypatch.setattr(cli_ha, "_controller_replicas", no_controller)
     return asyncio.run(cli_ha.collect(SimpleNamespace(cluster=None, broker="broker-a", timeout_ms=1000, namesrv=["n:1"])))
 
 

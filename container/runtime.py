@@ -28,7 +28,7 @@ from container.acting_adapter import ContainerActing
 from container.backlog_adapter import ContainerBacklog
 from container.hosted_broker import (BrokerSpec, HostedBroker, check_unique, close_broker, open_broker,
                                      start_acting_mode, start_controller_mode, start_replication)
-from container.ports import check_ports_free
+from container.ports import check_port_not_listened, check_ports_distinct, check_ports_free
 from container.registration import Registration
 from container.security import TlsMaterial
 from metadata.authentication import AccountSource
@@ -54,6 +54,7 @@ from services.messaging.access import ClientAccess
 from services.messaging.broker_port import Relays
 from services.messaging.server import add_broker_port, add_messaging_services, broker_port_options, server_options
 from services.health import HealthService
+from services.cluster_auth import exempt_health, exempt_health_and_admin, server_interceptors
 from services.request_guard import GuardedServer, RequestGuard
 
 log = logging.getLogger(__name__)
@@ -118,6 +119,7 @@ class BrokerContainer:
         return ports
 
     async def start(self) -> None:
+        check_ports_distinct(self.where, self._ports())
         check_ports_free(self.where, self._ports())
         if self.config.start_embedded_namesrv:
             await self._start_nameserver()
@@ -185,7 +187,8 @@ class BrokerContainer:
                                            self.config.grpc_tls_port, credentials)
         self._internal_server = grpc.aio.server(options=[
             ("grpc.max_send_message_length", MAX_FRAME_BYTES),
-            ("grpc.max_receive_message_length", self.config.admin_max_inbound_message_size)])
+            ("grpc.max_receive_message_length", self.config.admin_max_inbound_message_size)],
+            interceptors=server_interceptors(exempt_health_and_admin if self.access is not None else exempt_health))
         from services.admin.service import add_admin_service
         from container.admin_adapter import ContainerAdmin
 
@@ -360,6 +363,7 @@ class BrokerContainer:
 
     async def add_broker(self, spec: BrokerSpec) -> HostedBroker:
         check_unique([h.spec for h in self.hosted.values()] + [spec])
+        check_port_not_listened(spec.where, "listenPort", spec.broker.listen_port, self.ports)
         hosted = await self._open(spec)
         if self.registration is not None:
             await self.registration.register(hosted)

@@ -9,6 +9,11 @@ Rules:
   a committed transaction, a master hosting the message's topic and writable; for a retry,
   a master hosting the original topic (its consumers then read the retry topic there); for a
   dead-letter copy, any writable master.
+* A master still in pre-online (it has not taken its own group's state back from its slaves,
+  ``ha.role.pre_online``) takes nothing: it serves no one yet, its special services are off,
+  and what it would store is judged against tables it is about to replace (issue 24 defect 2:
+  delay messages escaped into such a master were delivered twice).  With only such masters
+  left there is no target (MASTER_PRE_ONLINE): the messages wait and are tried again.
 * A master in the same container comes first (no remote call: upstream's local escape).
   Another container's masters are used only with ``enableRemoteEscape``, and come from a
   fresh route of the topic (the driver refreshes it; it never escapes by a stale cache).
@@ -40,6 +45,7 @@ class MasterCandidate:
     local: bool  # hosted by this container
     address: str  # the hosting container's internal address ("" for a local one)
     hosts_topic: bool  # the master has the topic the kind needs, writable
+    pre_online: bool = False  # still in pre-online: takes nothing yet
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,7 @@ class Target:
 
 class NoTargetReason(str, Enum):
     NO_LIVE_MASTER = "NO_LIVE_MASTER"  # no other group's master hosts the topic
+    MASTER_PRE_ONLINE = "MASTER_PRE_ONLINE"  # the masters that host it are all still in pre-online
     REMOTE_ESCAPE_DISABLED = "REMOTE_ESCAPE_DISABLED"  # only other containers' masters could take it
     ALL_EXCLUDED = "ALL_EXCLUDED"  # every candidate failed recently
 
@@ -72,7 +79,10 @@ def choose_target(own_broker_name: str, kind: EscapeKind, candidates: Sequence[M
     usable = [c for c in candidates if c.broker_name != own_broker_name and (c.hosts_topic or not needs_topic(kind))]
     if not usable:
         return NoTarget(NoTargetReason.NO_LIVE_MASTER)
-    allowed = [c for c in usable if c.local or remote_enabled]
+    online = [c for c in usable if not c.pre_online]
+    if not online:
+        return NoTarget(NoTargetReason.MASTER_PRE_ONLINE)
+    allowed = [c for c in online if c.local or remote_enabled]
     if not allowed:
         return NoTarget(NoTargetReason.REMOTE_ESCAPE_DISABLED)
     alive = [c for c in allowed if c.broker_name not in excluded]

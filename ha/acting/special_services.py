@@ -16,7 +16,12 @@ Rules, one decision per replica from what it knows:
     and taken after its last hand-over to a returning master; that view has no master
     (id 0) and no member with a smaller id than its own; and its replication is not
     connected to a master (a master the nameserver lost but this slave still copies from is
-    alive: two runners is what the rule exists to prevent).
+    alive: two runners is what the rule exists to prevent); and its copy is known to be
+    caught up: its replication, in this process, last found it holding everything its
+    master had made visible (COPY_NOT_CAUGHT_UP otherwise).  A slave restarted while its
+    master was away has a copy that misses what the master did meanwhile -- the delay
+    messages it delivered among them -- and acting on it delivered them again (issue 24
+    defect 2, tests/integration/test_pre_online.py); such a group waits for its master.
   - a FENCED replica never runs them.
 * Pure: the replica's facts in, one :class:`SpecialServices` out, with a named reason.
 """
@@ -41,6 +46,7 @@ class Reason(str, Enum):
     MASTER_ALIVE = "MASTER_ALIVE"
     SMALLER_MEMBER_ALIVE = "SMALLER_MEMBER_ALIVE"
     COPYING_FROM_MASTER = "COPYING_FROM_MASTER"
+    COPY_NOT_CAUGHT_UP = "COPY_NOT_CAUGHT_UP"  # its copy was never shown to hold all its master's
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,7 @@ class ReplicaFacts:
     handover_done: bool = True  # a MASTER: the hand-over from acting members is finished
     view: MemberView | None = None
     master_connected: bool = False  # a SLAVE: its replication is connected to a master
+    copy_caught_up: bool = False  # a SLAVE: its copy held all its master made visible, when last shown
     last_handover_ms: int | None = None  # a SLAVE: when it last handed over to a returning master
     pre_online: bool = False  # a MASTER still in pre-online
 
@@ -105,4 +112,6 @@ def _why_not_acting(facts: ReplicaFacts, now_ms: int, stale_after_ms: int) -> Re
         return Reason.MASTER_ALIVE
     if smallest < facts.own_id:
         return Reason.SMALLER_MEMBER_ALIVE
+    if not facts.copy_caught_up:
+        return Reason.COPY_NOT_CAUGHT_UP
     return None

@@ -19,6 +19,11 @@ Rules:
   failure simulation).
 * The slave's confirm offset is ``min(header confirm, local end)`` and never goes back,
   except that a truncation clamps it to the cut.
+* ``caught_up`` says what this connection showed of the local copy: None until the master's
+  handshake; then whether the local log holds everything the master made visible to clients --
+  at the handshake its whole log (``max_offset``), after each batch its confirm offset.  A
+  slave acts for a dead master only on a copy known to be caught up (issue 24 defect 2: a
+  slave restarted while its master was away escaped delay messages its master had delivered).
 """
 from __future__ import annotations
 
@@ -80,6 +85,7 @@ class SlaveSession:
         self.known_master_epoch = known_master_epoch
         self.last_close: CloseReason | None = None
         self.master_epoch = 0       # the newest epoch the connected master has shown
+        self.caught_up: bool | None = None  # the copy holds all the master showed (None: not known yet)
         self._last_ack_ms = 0
         self._last_read_ms = 0
 
@@ -117,6 +123,7 @@ class SlaveSession:
         if self.max_offset == self.min_offset and plan.resume_offset != self.max_offset:
             self.min_offset = self.max_offset = plan.resume_offset  # empty log starts at the master's
         self.epochs = plan.epochs
+        self.caught_up = self.max_offset >= message.max_offset
         self._last_ack_ms = now_ms
         return SlaveOutput(truncate_to=plan.truncate_to, epochs=epochs,
                            confirm_offset=self.confirm_offset if plan.truncate_to is not None else None,
@@ -141,6 +148,7 @@ class SlaveSession:
         confirm = max(self.confirm_offset, min(batch.confirm_offset, self.max_offset))
         changed_confirm = confirm != self.confirm_offset
         self.confirm_offset = confirm
+        self.caught_up = self.max_offset >= batch.confirm_offset
         send: tuple[SlaveAck, ...] = ()
         if grew:
             send = (SlaveAck(self.max_offset),)

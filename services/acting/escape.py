@@ -5,6 +5,8 @@ Rules (the choice itself is ``ha.acting.escape_target``'s):
   transaction message, the original topic of a retry) to one target master, in one put: a
   master in this container is called in-process, another container's over the ActingService
   (``EscapePut``, deadline ``escapeTimeoutMillis``) on the internal address its route names.
+- A master of this container still in pre-online is no target (``escape_target``); another
+  container's is not in routes until it is online, and refuses an escape meanwhile.
 - Other containers' masters come from the topic's route, read again from the nameserver when
   the copy is older than ``escapeRouteMaxAgeMillis`` or after a failed escape.  A target that
   does not answer or refuses is excluded for ``escapeExcludeMillis`` and the next candidate is
@@ -111,7 +113,8 @@ class EscapeBridge:
             return places
 
     async def _candidates(self, kind: EscapeKind, topic: str) -> list[MasterCandidate]:
-        local = [MasterCandidate(b.name, True, "", _writable(b.topics.get(topic))) for b in self.local_masters()]
+        local = [MasterCandidate(b.name, True, "", _writable(b.topics.get(topic)), bool(b.pre_online_pending))
+                 for b in self.local_masters()]
         if not self.config.enable_remote_escape:
             return local
         names = {c.broker_name for c in local}

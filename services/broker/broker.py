@@ -150,6 +150,7 @@ class Broker:
         facts = ReplicaFacts(role=self.role, own_id=self.config.broker_id, acting_enabled=self.acting.enabled,
                              handover_done=self.acting.handover_done, view=self.acting.view,
                              master_connected=bool(getattr(self.replication, "copying_from_master", False)),
+                             copy_caught_up=bool(getattr(self.replication, "copy_caught_up", False)),
                              last_handover_ms=self.acting.last_handover_ms, pre_online=self.pre_online_pending)
         return decide_special_services(facts, self.clock.now_ms(), self.config.member_group_stale_ms)
 
@@ -352,8 +353,12 @@ class Broker:
             await self._replicated()
 
     async def escape_put(self, items: Sequence[EscapedItem]) -> list[EscapedPlace]:
-        """Store what another group's acting slave escaped here (services.broker.escape_put)."""
+        """Store what another group's acting slave escaped here (services.broker.escape_put); not
+        while in pre-online (issue 24 defect 2: the bridge then tries another master, or waits)."""
         self._writable()
+        if self.pre_online_pending:
+            raise RequestRejected(Code.HA_NOT_AVAILABLE, f"broker {self.name} is in pre-online: it takes no escaped "
+                                  "messages until it is online")
         self.replication.check_writable()
         return await escape_put(self, items)
 

@@ -121,6 +121,12 @@ class BrokerReplica:
         return self.role is Role.SLAVE and self.slave is not None and bool(self.slave.connected_to)
 
     @property
+    def copy_caught_up(self) -> bool:
+        """A SLAVE whose copy held everything its master made visible when a connection last
+        showed it (acting master: a slave acts only on such a copy; issue 24 defect 2)."""
+        return self.role is Role.SLAVE and self.slave is not None and self.slave.copy_caught_up
+
+    @property
     def broker_id(self) -> int:
         return MASTER_ID if self.role is Role.MASTER else self.own_id
 

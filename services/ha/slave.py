@@ -30,6 +30,10 @@ Rules:
   its deadlines are on the monotonic clock, as the master's are (on the wall clock, a
   clock set back an hour hid a hung master for that hour).
   Consumers of the slave read up to its confirm offset (the store's read limit).
+* ``copy_caught_up``: whether the last connection that showed it (``SlaveSession.caught_up``)
+  found the local copy holding everything its master made visible; False in a new process
+  until a master shows it, and kept when the connection closes (a master that dies leaves
+  the copy as caught up as it last was).  Acting master reads it (``ha.acting.special_services``).
 * Acks are sent by one task, coalesced: an ack never reports an offset before it is
   committed, nor under SYNC_FLUSH before it is fdatasynced, while the stream keeps
   receiving (the flush of one batch overlaps the copy of the next).
@@ -91,6 +95,7 @@ class ReplicationSlave:
         self.master_client_endpoint = ""   # the master container's client endpoint for this group (Locate)
         self._wake = asyncio.Event()
         self.offered_master = ""  # a master in pre-online told us where it is (OfferMaster)
+        self.copy_caught_up = False  # the copy held all its master showed, as a connection last said
         store.set_read_limit(store.confirm_offset)
 
     # --- lifecycle -------------------------------------------------------------------------------
@@ -246,11 +251,21 @@ class ReplicationSlave:
                 log.info("%s-%d: empty log starts at the master's offset %d", self.name, self.slave_id,
                          session.max_offset)
                 self.store.start_empty_at(session.max_offset)
+            self._note_caught_up(session)
             return out
         if message.metadata_version and message.metadata_version != self._master_metadata:
             self._master_metadata = message.metadata_version
             self._on_master_metadata()
-        return session.on_batch(message, now)
+        out = session.on_batch(message, now)
+        self._note_caught_up(session)
+        return out
+
+    def _note_caught_up(self, session: SlaveSession) -> None:
+        if session.caught_up is None or session.caught_up == self.copy_caught_up:
+            return
+        self.copy_caught_up = session.caught_up
+        log.debug("%s-%d: the copy %s its master (offset %d)", self.name, self.slave_id,
+                 "caught up with" if session.caught_up else "is behind", session.max_offset)
 
     async def _carry_out(self, out: SlaveOutput, link: Link) -> None:
         store = self.store

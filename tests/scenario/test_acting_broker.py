@@ -10,7 +10,7 @@ from types import MappingProxyType
 import pytest
 
 from ha.acting.escape_target import EscapeKind, NoTargetReason
-from ha.acting.special_services import MemberView
+from ha.acting.special_services import MemberView, Reason
 from ha.role.decisions import Role
 from metadata.message import MessageDraft, MessageType, Prop
 from metadata.route_types import BrokerAddress, BrokerRoute, QueueData, TopicRoute
@@ -46,9 +46,10 @@ class Sink:
 
 
 class SlaveReplication:
-    """A slave's replication that is not connected to any master (its master died)."""
+    """A slave's replication that is not connected to any master (its master died after the copy
+    had caught up with it)."""
 
-    role, is_master, broker_id, copying_from_master = Role.SLAVE, False, 1, False
+    role, is_master, broker_id, copying_from_master, copy_caught_up = Role.SLAVE, False, 1, False, True
 
     def check_writable(self):
         raise AssertionError("a slave never writes")
@@ -78,6 +79,7 @@ class Pair:
         self.remote_route, self.client = remote_route, client
         self.slave_keys = slave_keys
         self.masters: list[Broker] = []
+        self.replication = SlaveReplication()
 
     async def start(self, with_target: bool = True):
         if with_target:
@@ -94,7 +96,7 @@ class Pair:
         acting.bridge = EscapeBridge("broker-a", config, self.clock, lambda: list(self.masters), self._route,
                                      self.client)
         self.sink = Sink()
-        self.slave = Broker(config, self.slave_store, self.clock, self.sink, SlaveReplication(), acting=acting)
+        self.slave = Broker(config, self.slave_store, self.clock, self.sink, self.replication, acting=acting)
         self.slave.topics.upsert(TopicConfig(TOPIC, 2, 2), self.clock.now_ms())
         return self
 
@@ -187,6 +189,58 @@ def test_with_no_target_nothing_advances_and_the_message_waits(tmp_path):
         await pair.target.upsert_topic(TopicConfig(TOPIC, 2, 2))
         pair.masters.append(pair.target)
         assert await pair.slave.run_timer() == 0  # escapeRetryIntervalMillis: not asked again at once
+        pair.clock.advance(pair.slave.config.escape_retry_interval_ms)
+        assert await pair.slave.run_timer() == 1 and not pair.slave.timer.index.pending
+        await pair.stop()
+    run(scenario())
+
+
+class PreOnline:
+    """A master's pre-online driver as the broker sees it: done or not."""
+
+    done = False
+
+
+def test_a_slave_whose_copy_was_never_shown_caught_up_does_not_act_and_escapes_nothing(tmp_path):
+    """Issue 24 defect 2: a slave restarted while its master was away has a copy without what the
+    master did meanwhile (here: it delivered D1).  It is the group's smallest live member with a
+    fresh view, yet it must not act: D1 would be delivered again."""
+    async def scenario():
+        pair = Pair(tmp_path)
+        pair.replication.copy_caught_up = False  # no connection to its master since it started
+        await pair.start()
+        await pair.copy_into_slave([timer_draft(draft(message_id="D1"), pair.clock.now_ms())])
+        await pair.slave.start()
+        pair.clock.advance(5_000)
+        await pair.slave.apply_role()
+        assert not pair.slave.special_services_running and not pair.slave.is_acting
+        assert pair.slave.acting.reason is Reason.COPY_NOT_CAUGHT_UP
+        assert [m for q in (0, 1) for m in pair.target_store.get(TOPIC, q, 0, 10).messages] == []
+        pair.replication.copy_caught_up = True  # a connection showed the copy holding all its master's
+        await pair.slave.apply_role()
+        assert pair.slave.is_acting
+        await pair.stop()
+    run(scenario())
+
+
+def test_nothing_escapes_into_a_master_in_pre_online(tmp_path):
+    """Issue 24 defect 2: the local master has not taken its own group's state back yet.  A due
+    message waits (MASTER_PRE_ONLINE) and goes there once it is online; the master refuses an
+    escape meanwhile, whoever sends it."""
+    async def scenario():
+        pair = await Pair(tmp_path).start()
+        pair.target.pre_online = PreOnline()
+        await pair.copy_into_slave([timer_draft(draft(message_id="D1"), pair.clock.now_ms())])
+        await pair.act()
+        assert await pair.slave.run_timer() == 0 and pair.slave.timer.index.pending
+        with pytest.raises(EscapeFailed) as failure:
+            await pair.slave.acting.bridge.escape(EscapeKind.DELAY, TOPIC, [EscapedItem("k", EscapeKind.DELAY, draft())])
+        assert failure.value.no_target is NoTargetReason.MASTER_PRE_ONLINE
+        with pytest.raises(RequestRejected) as refused:
+            await pair.target.escape_put([EscapedItem("k2", EscapeKind.DELAY, draft())])
+        assert refused.value.code is Code.HA_NOT_AVAILABLE
+        assert [m for q in (0, 1) for m in pair.target_store.get(TOPIC, q, 0, 10).messages] == []
+        pair.target.pre_online.done = True
         pair.clock.advance(pair.slave.config.escape_retry_interval_ms)
         assert await pair.slave.run_timer() == 1 and not pair.slave.timer.index.pending
         await pair.stop()
@@ -320,7 +374,7 @@ def test_a_local_escape_gets_its_own_property_maps(tmp_path):
         seen = []
 
         class Target:
-            name = "broker-b"
+            name, pre_online_pending = "broker-b", False
             topics = type("T", (), {"get": staticmethod(lambda topic: TopicConfig(topic, 2, 2))})
 
             async def escape_put(self, items):

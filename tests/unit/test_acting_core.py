@@ -29,15 +29,21 @@ SWITCH = [
     (ReplicaFacts("MASTER", 0, acting_enabled=True, handover_done=True), True, Reason.MASTER),
     (ReplicaFacts("SLAVE", 1, acting_enabled=True), False, Reason.NO_MEMBER_VIEW),
     (ReplicaFacts("SLAVE", 1, acting_enabled=True, view=MemberView(1, NOW - STALE - 1)), False, Reason.STALE_MEMBER_VIEW),
-    (ReplicaFacts("SLAVE", 1, acting_enabled=True, view=MemberView(1, NOW - STALE)), True, Reason.ACTING),
-    (ReplicaFacts("SLAVE", 1, acting_enabled=True, view=FRESH), True, Reason.ACTING),
-    (ReplicaFacts("SLAVE", 1, acting_enabled=True, view=MemberView(None, NOW)), True, Reason.ACTING),  # not registered yet
+    (ReplicaFacts("SLAVE", 1, acting_enabled=True, copy_caught_up=True, view=MemberView(1, NOW - STALE)), True, Reason.ACTING),
+    (ReplicaFacts("SLAVE", 1, acting_enabled=True, copy_caught_up=True, view=FRESH), True, Reason.ACTING),
+    (ReplicaFacts("SLAVE", 1, acting_enabled=True, copy_caught_up=True, view=MemberView(None, NOW)), True, Reason.ACTING),  # not registered yet
     (ReplicaFacts("SLAVE", 1, acting_enabled=True, view=MemberView(0, NOW)), False, Reason.MASTER_ALIVE),
     (ReplicaFacts("SLAVE", 2, acting_enabled=True, view=MemberView(1, NOW)), False, Reason.SMALLER_MEMBER_ALIVE),
-    (ReplicaFacts("SLAVE", 2, acting_enabled=True, view=MemberView(2, NOW)), True, Reason.ACTING),
+    (ReplicaFacts("SLAVE", 2, acting_enabled=True, copy_caught_up=True, view=MemberView(2, NOW)), True, Reason.ACTING),
     (ReplicaFacts("SLAVE", 1, acting_enabled=True, view=FRESH, master_connected=True), False, Reason.COPYING_FROM_MASTER),
     (ReplicaFacts("SLAVE", 1, acting_enabled=True, view=FRESH, last_handover_ms=NOW - 500), False, Reason.HANDED_OVER),
-    (ReplicaFacts("SLAVE", 1, acting_enabled=True, view=FRESH, last_handover_ms=NOW - 501), True, Reason.ACTING),
+    (ReplicaFacts("SLAVE", 1, acting_enabled=True, copy_caught_up=True, view=FRESH, last_handover_ms=NOW - 501), True, Reason.ACTING),
+    # issue 24 defect 2: a copy never shown to hold all its master's (a slave restarted while its
+    # master was away, or one still catching up when its master died) is not acted on
+    (ReplicaFacts("SLAVE", 1, acting_enabled=True, view=FRESH), False, Reason.COPY_NOT_CAUGHT_UP),
+    (ReplicaFacts("SLAVE", 1, acting_enabled=True, view=MemberView(None, NOW)), False, Reason.COPY_NOT_CAUGHT_UP),
+    (ReplicaFacts("SLAVE", 2, acting_enabled=True, view=MemberView(2, NOW)), False, Reason.COPY_NOT_CAUGHT_UP),
+    (ReplicaFacts("SLAVE", 1, acting_enabled=True, view=MemberView(0, NOW), copy_caught_up=True), False, Reason.MASTER_ALIVE),
 ]
 
 
@@ -53,7 +59,8 @@ def test_exactly_one_member_of_a_group_runs_the_special_services_in_every_member
     for alive in ({0, 1, 2}, {1, 2}, {0, 2}, {2}, {0}, {1}, {0, 1}):
         view = MemberView(min(alive), NOW)
         runners = [i for i in alive if decide_special_services(
-            ReplicaFacts("MASTER" if i == 0 else "SLAVE", i, acting_enabled=True, view=view), NOW, STALE).run]
+            ReplicaFacts("MASTER" if i == 0 else "SLAVE", i, acting_enabled=True, view=view, copy_caught_up=True),
+            NOW, STALE).run]
         assert runners == [min(alive)], alive
 
 
@@ -63,6 +70,7 @@ REMOTE_C = MasterCandidate("broker-c", local=False, address="127.0.0.1:10931", h
 REMOTE_D = MasterCandidate("broker-d", local=False, address="127.0.0.1:10941", hosts_topic=True)
 LOCAL_NO_TOPIC = MasterCandidate("broker-e", local=True, address="", hosts_topic=False)
 OWN = MasterCandidate("broker-a", local=True, address="", hosts_topic=True)
+LOCAL_PRE_ONLINE = MasterCandidate("broker-p", local=True, address="", hosts_topic=True, pre_online=True)
 
 ESCAPE = [
     # (kind, candidates, excluded, remote enabled, turn, expected)
@@ -80,6 +88,12 @@ ESCAPE = [
     (EscapeKind.TRANSACTION, [REMOTE_C, REMOTE_D], set(), True, 0, Target("broker-c", False, "127.0.0.1:10931")),
     (EscapeKind.TRANSACTION, [REMOTE_C, REMOTE_D], set(), True, 1, Target("broker-d", False, "127.0.0.1:10941")),
     (EscapeKind.TRANSACTION, [REMOTE_C, REMOTE_D], {"broker-c"}, True, 0, Target("broker-d", False, "127.0.0.1:10941")),
+    # issue 24 defect 2: a master still in pre-online takes nothing, local or not
+    (EscapeKind.DELAY, [LOCAL_PRE_ONLINE], set(), True, 0, NoTarget(NoTargetReason.MASTER_PRE_ONLINE)),
+    (EscapeKind.DEAD_LETTER, [LOCAL_PRE_ONLINE], set(), True, 0, NoTarget(NoTargetReason.MASTER_PRE_ONLINE)),
+    (EscapeKind.DELAY, [LOCAL_PRE_ONLINE, REMOTE_C], set(), True, 0, Target("broker-c", False, "127.0.0.1:10931")),
+    (EscapeKind.DELAY, [LOCAL_PRE_ONLINE, REMOTE_C], set(), False, 0, NoTarget(NoTargetReason.REMOTE_ESCAPE_DISABLED)),
+    (EscapeKind.DELAY, [LOCAL_PRE_ONLINE, LOCAL_B], set(), False, 0, Target("broker-b", True, "")),
 ]
 
 

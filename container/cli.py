@@ -84,6 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
     admin.add_argument("--secret-key", default=None, metavar="SECRET",
                        help="the user's secret (visible to other local users in the process list: "
                             "prefer $RELAYMQ_SECRET_KEY)")
+    admin.add_argument("--cluster-secret-file", default=None, metavar="FILE",
+                       help="prove the cluster secret (clusterAuthenticationSecretFile of the cluster's members) "
+                            "on every call: needed to reach a nameserver, controller or container internal port "
+                            "that checks it; default: $RELAYMQ_CLUSTER_SECRET_FILE")
     admin_sub = admin.add_subparsers(dest="admin_command", metavar="ADMIN_COMMAND")
     parser.set_defaults(handler=lambda args: _help(parser))
     admin.set_defaults(handler=lambda args: _help(admin))

@@ -29,13 +29,16 @@ import asyncio
 import json
 import os
 import re
+from pathlib import Path
 from typing import Any, Callable
 
 from container.cli import CliError, add_command
+from metadata.config import ConfigError
 from metadata.names import GROUP_MAX_LENGTH, TOPIC_MAX_LENGTH, is_valid_group_name, is_valid_topic_name
 from proto import admin_pb2 as apb
 from services.admin.client import (CALLER_CREDENTIALS, AdminClient, AdminError, AdminRejected, AdminUnavailable,
                                    Credentials)
+from services.cluster_auth import SECRET_FILE_ENV, ClusterCredential, install, installed, read_secret_file
 from services.nameserver.client import ClusterMember, NameserverClient, NameserverError, NameserverUnavailable
 
 DEFAULT_NAMESRV = "127.0.0.1:9876"
@@ -56,6 +59,13 @@ def set_caller_credentials(args: Any) -> None:
         raise CliError(f"admin credentials need both keys: {missing} is missing", 2)
     if access_key:
         CALLER_CREDENTIALS.set(Credentials(access_key, secret_key))
+    secret_file = getattr(args, "cluster_secret_file", None) or os.environ.get(SECRET_FILE_ENV, "")
+    if secret_file:
+        try:
+            secret = read_secret_file(Path(secret_file), "--cluster-secret-file", "clusterAuthenticationSecretFile")
+        except ConfigError as exc:
+            raise CliError(str(exc), 2) from None
+        install(ClusterCredential(secret))
 
 
 def _run(coroutine: Any) -> Any:
@@ -64,7 +74,7 @@ def _run(coroutine: Any) -> Any:
     except NameserverUnavailable as exc:
         raise CliError(f"cannot reach {exc}", 1) from None
     except NameserverError as exc:
-        raise CliError(f"nameserver refused: {exc}", 1) from None
+        raise CliError(f"nameserver refused: {refusal_text(exc)}", 1) from None
     except AdminUnavailable as exc:
         raise CliError(str(exc), 1) from None
     except AdminError as exc:
@@ -73,6 +83,9 @@ def _run(coroutine: Any) -> Any:
 
 def refusal_text(exc: Exception) -> str:
     """A refusal's details, with a hint when it is for want of credentials the caller did not give."""
+    if "cluster authentication failed" in str(exc) and installed() is None:
+        return (f"{exc} (the cluster checks its secret: give relaymq admin --cluster-secret-file FILE, "
+                f"or {SECRET_FILE_ENV})")
     if isinstance(exc, AdminRejected) and exc.code.name == "UNAUTHENTICATED" and CALLER_CREDENTIALS.get() is None:
         return (f"{exc} (the container has authorization on: sign with relaymq admin --access-key K --secret-key S, "
                 "or RELAYMQ_ACCESS_KEY and RELAYMQ_SECRET_KEY)")

@@ -50,8 +50,16 @@ def build_container(config_path: str, broker_paths: str | None):
 
     from services.controller.config import ControllerConfig
 
+    from services.cluster_auth import ClusterAuthConfig, check_internal_binds, install, load_cluster_auth
+
     config, entries, values = load_container_config(config_path, broker_paths,
-                                                    also=(MessagingConfig, NamesrvConfig, ControllerConfig))
+                                                    also=(MessagingConfig, NamesrvConfig, ControllerConfig,
+                                                          ClusterAuthConfig))
+    auth, credential = load_cluster_auth(values, config_path)
+    binds = [("adminBindAddress", config.admin_bind_address)]
+    if config.start_embedded_namesrv:
+        binds.append(("bindAddress", bind(NamesrvConfig, values, config_path).bind_address))
+    check_internal_binds(config_path, auth, binds)
     if not entries:
         raise ConfigError(config_path, None, "no brokers: add [[broker]] tables or brokerConfigPaths")
     specs = [bind_broker(entry, config) for entry in entries]
@@ -59,6 +67,7 @@ def build_container(config_path: str, broker_paths: str | None):
     tls = load_tls_material(config, config_path)
     accounts = load_accounts(messaging, config_path)
     acl_store = load_acl_store(messaging, config_path)
+    install(credential)  # this process's proof of membership (services.cluster_auth)
     return BrokerContainer(config, specs, messaging, config_path, nameserver_values=values, tls=tls, accounts=accounts,
                            acl_store=acl_store, inner_credentials=load_inner_credentials(messaging, config_path))
 
@@ -118,9 +127,11 @@ def _load_namesrv_config(path: str) -> tuple[Any, Any]:
     from metadata.config import ConfigError, unknown_keys
     from services.nameserver.config import NamesrvConfig, namesrv_config
 
+    from services.cluster_auth import ClusterAuthConfig, check_internal_binds, install, load_cluster_auth
+
     values = load_config_file(path)
     config = namesrv_config(values, path)
-    known: list[type] = [NamesrvConfig]
+    known: list[type] = [NamesrvConfig, ClusterAuthConfig]
     controller = None
     if config.enable_controller_in_namesrv:
         try:
@@ -132,6 +143,12 @@ def _load_namesrv_config(path: str) -> tuple[Any, Any]:
     unknown = unknown_keys(values, *known)
     if unknown:
         raise ConfigError(path, unknown[0], "unknown key")
+    auth, credential = load_cluster_auth(values, path)
+    binds = [("bindAddress", config.bind_address)]
+    if controller is not None:
+        binds.append(("controllerDLegerPeers", controller.self_peer.host))
+    check_internal_binds(path, auth, binds)
+    install(credential)
     return config, controller
 
 

@@ -85,11 +85,17 @@ def load_values(path: str) -> dict:
 def build_config(path: str):
     from services.controller.config import ControllerConfig, controller_config
 
+    from services.cluster_auth import ClusterAuthConfig, check_internal_binds, install, load_cluster_auth
+
     values = load_values(path)
-    unknown = unknown_keys(values, ControllerConfig)
+    unknown = unknown_keys(values, ControllerConfig, ClusterAuthConfig)
     if unknown:
         raise ConfigError(path, unknown[0], "is not a controller key")
-    return controller_config(values, path)
+    config = controller_config(values, path)
+    auth, credential = load_cluster_auth(values, path)
+    check_internal_binds(path, auth, [("controllerDLegerPeers", config.self_peer.host)])
+    install(credential)
+    return config
 
 
 async def serve_controller(config) -> None:

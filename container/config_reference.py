@@ -20,6 +20,7 @@ SECTIONS = (
     ("Replication (each [[broker]] table or broker file)", "ha.replication.config", "HaConfig"),
     ("Nameserver (standalone file, or top level of a container file)", "services.nameserver.config", "NamesrvConfig"),
     ("Controller (controller file, or nameserver file with enableControllerInNamesrv)", "services.controller.config", "ControllerConfig"),
+    ("Cluster authentication (top level of a container, nameserver or controller file)", "services.cluster_auth", "ClusterAuthConfig"),
 )
 
 TARGET = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"

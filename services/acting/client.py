@@ -11,6 +11,7 @@ from typing import Any
 import grpc
 
 from proto import acting_pb2_grpc as pb_grpc
+from services.cluster_auth import internal_channel
 
 _UNREACHABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
 
@@ -44,7 +45,7 @@ class ActingClient:
 
     def _stub(self, address: str) -> pb_grpc.ActingServiceStub:
         if address not in self._stubs:
-            channel = grpc.aio.insecure_channel(address, options=self._options)
+            channel = internal_channel(address, options=self._options)
             self._stubs[address] = (channel, pb_grpc.ActingServiceStub(channel))
         return self._stubs[address][1]
 

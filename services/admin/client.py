@@ -20,6 +20,7 @@ import grpc
 from metadata.authentication import SIGNED_HEADER, authorization_value
 from proto import acl_admin_pb2_grpc as acl_grpc
 from proto import admin_pb2_grpc as pb_grpc
+from services.cluster_auth import internal_channel
 
 _UNREACHABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
 
@@ -62,7 +63,7 @@ class AdminClient:
         self.credentials = credentials or CALLER_CREDENTIALS.get()
         # reconnect within a second once the container is back (gRPC's default backoff grows to 2 minutes);
         # a master's tables (metadata sync: a million offset keys is about 13 MB) within the internal port's limit
-        self._channel = grpc.aio.insecure_channel(address, options=[("grpc.max_reconnect_backoff_ms", 1000),
+        self._channel = internal_channel(address, options=[("grpc.max_reconnect_backoff_ms", 1000),
                                                                     ("grpc.max_receive_message_length", 64 << 20),
                                                                     ("grpc.max_send_message_length", 64 << 20)])
         self._stub = (pb_grpc.BrokerAdminStub if service == "BrokerAdmin" else acl_grpc.AclAdminStub)(self._channel)

@@ -15,6 +15,7 @@ import grpc
 
 from proto import controller_pb2 as pb
 from proto import controller_pb2_grpc as pb_grpc
+from services.cluster_auth import internal_channel
 
 NOT_LEADER = pb.ControllerStatus.CONTROLLER_NOT_LEADER
 
@@ -45,7 +46,7 @@ class ControllerClient:
 
     def stub(self, address: str) -> pb_grpc.ControllerServiceStub:
         if address not in self._channels:
-            self._channels[address] = grpc.aio.insecure_channel(address)
+            self._channels[address] = internal_channel(address)
         return pb_grpc.ControllerServiceStub(self._channels[address])
 
     async def call(self, method: str, request):

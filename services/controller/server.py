@@ -29,6 +29,7 @@ from services.controller.raft_driver import DriverLimits, RaftDriver
 from services.controller.service import ControllerServicer
 from services.controller.transport import RaftPeers, RaftTransportServicer
 from services.controller.watchers import Watchers
+from services.cluster_auth import server_interceptors
 from services.request_guard import GuardedServer, RequestGuard
 from services.status_metrics import STATUS, controller_samples
 from store.directory_lock import DirectoryLock, lock_directory
@@ -116,7 +117,8 @@ async def _start(config: ControllerConfig, server: grpc.aio.Server | None, clock
     if own_server:
         server = grpc.aio.server(options=[("grpc.so_reuseport", 0),
                                           ("grpc.max_receive_message_length", config.max_message_bytes),
-                                          ("grpc.max_send_message_length", config.max_message_bytes)])
+                                          ("grpc.max_send_message_length", config.max_message_bytes)],
+                                 interceptors=server_interceptors())
     guarded = GuardedServer(server, guard)
     pb_grpc.add_ControllerServiceServicer_to_server(ControllerServicer(controller), guarded)
     pb_grpc.add_RaftTransportServicer_to_server(

@@ -20,6 +20,7 @@ from ha.raft.types import Entry, Message, MessageKind, Snapshot, VoteRejection
 from proto import controller_pb2 as pb
 from proto import controller_pb2_grpc as pb_grpc
 from services.controller.shutdown import cancel_and_wait
+from services.cluster_auth import internal_channel
 
 log = logging.getLogger(__name__)
 BATCH_MAX = 64
@@ -60,7 +61,7 @@ class PeerSender:
         self.address = address
         self.group = group
         self._queue: asyncio.Queue = asyncio.Queue(maxsize=capacity)
-        self._channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+        self._channel = internal_channel(address, options=CHANNEL_OPTIONS)
         self._stub = pb_grpc.RaftTransportStub(self._channel)
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"raft-send-{address}")
         self.dropped = 0

@@ -6,7 +6,8 @@ Rules:
   and a slave handshake naming a broker group within ``HANDSHAKE_TIMEOUT_S``; a container
   hosting no master of that name answers a refusal ("BROKER_NOT_MASTER: ..."), which the
   slave logs and retries (its master may not have started yet, or moved).  Anything else
-  closes the connection with one log line.
+  closes the connection with one log line.  With a cluster secret, the slave must prove it
+  first (``services.ha.link_auth``).
 * ``HaService.Locate`` on the internal gRPC endpoint tells a slave that port and the client
   endpoint where this container serves the group (the slave's container relays client calls
   there), or NOT_FOUND when the container hosts no master of that name: a slave configures (or learns from the
@@ -26,6 +27,7 @@ from proto import ha_pb2 as pb
 from proto import ha_pb2_grpc as pb_grpc
 from services.ha.converters import decode_slave_frame, refusal_to_proto
 from services.ha.master import ReplicationMaster
+from services.ha.link_auth import check_slave
 from services.ha.wire import Link, WireError
 
 log = logging.getLogger(__name__)
@@ -93,6 +95,8 @@ class HaListener:
         try:
             async with asyncio.timeout(HANDSHAKE_TIMEOUT_S):
                 await link.receive_preamble()
+                if not await check_slave(link):  # the cluster secret, when one is installed (logged there)
+                    return
                 got = await link.receive()
             if got is None:
                 log.info("replication connection from %s closed by the peer before its handshake", link.peer)

@@ -56,7 +56,9 @@ from proto import ha_pb2 as pb
 from proto import ha_pb2_grpc as pb_grpc
 from scheduler.clock import Clock
 from services.ha.converters import Refused, decode_master_frame, queue_offset_total, slave_frame_to_proto
+from services.ha.link_auth import prove_to_master
 from services.ha.wire import Link, WireError
+from services.cluster_auth import internal_channel
 from store.config import FlushDiskType
 from store.errors import StoreError
 from store.replica_index import StagedRun
@@ -186,6 +188,7 @@ class ReplicationSlave:
         acks = None
         try:
             await link.send_preamble()
+            await prove_to_master(link)  # the cluster secret, when one is installed
             await self._write(link, hello)
             acks = asyncio.create_task(self._send_acks(link))  # after the handshake: it is the first frame
             await self._receive(link, session)
@@ -210,7 +213,7 @@ class ReplicationSlave:
         # a subchannel of its own: gRPC shares subchannels between channels to one address, and a
         # shared one that failed for a while (the master was down) waits out its reconnect backoff
         # (seconds) before it tries again, though the master is back
-        async with grpc.aio.insecure_channel(address, options=[("grpc.use_local_subchannel_pool", 1)]) as channel:
+        async with internal_channel(address, options=[("grpc.use_local_subchannel_pool", 1)]) as channel:
             reply = await pb_grpc.HaServiceStub(channel).Locate(pb.LocateRequest(broker_name=self.name),
                                                                 timeout=self.config.ha_connect_timeout_ms / 1000)
         if not 0 < reply.ha_port < 65536:

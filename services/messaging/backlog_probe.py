@@ -31,6 +31,7 @@ from proto import backlog_pb2 as pb
 from proto import backlog_pb2_grpc as pb_grpc
 from scheduler.pop.backlog_board import BacklogBoard, BoardSettings, Key
 from services import metrics
+from services.cluster_auth import internal_channel
 
 log = logging.getLogger(__name__)
 ROUTE_TTL_MS = 2_000
@@ -191,7 +192,7 @@ class BacklogProbe:
 
     def _stub(self, address: str) -> pb_grpc.BacklogServiceStub:
         if address not in self._channels:
-            channel = grpc.aio.insecure_channel(address, options=[("grpc.max_reconnect_backoff_ms", 1000)])
+            channel = internal_channel(address, options=[("grpc.max_reconnect_backoff_ms", 1000)])
             self._channels[address] = (channel, pb_grpc.BacklogServiceStub(channel))
         return self._channels[address][1]
 

@@ -23,6 +23,7 @@ from metadata.topic_config import TopicTable
 from proto import nameserver_pb2 as pb
 from proto import nameserver_pb2_grpc as pb_grpc
 from services.nameserver import converters as conv
+from services.cluster_auth import internal_channel
 
 _UNREACHABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
 
@@ -73,7 +74,7 @@ class NameserverClient:
 
     def _stub(self, address: str) -> pb_grpc.NameserverServiceStub:
         if address not in self._stubs:
-            channel = grpc.aio.insecure_channel(address)
+            channel = internal_channel(address)
             self._stubs[address] = (channel, pb_grpc.NameserverServiceStub(channel))
         return self._stubs[address][1]
 

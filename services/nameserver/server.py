@@ -26,6 +26,7 @@ from scheduler.clock import Clock, SystemClock
 from scheduler.periodic import PeriodicTasks
 from services.nameserver.config import NamesrvConfig
 from services.nameserver.service import NameserverDriver, NameserverServicer
+from services.cluster_auth import server_interceptors
 from services.request_guard import GuardedServer, RequestGuard
 from services.status_metrics import STATUS, nameserver_samples
 
@@ -82,7 +83,8 @@ async def start_nameserver(config: NamesrvConfig, server: grpc.aio.Server | None
     guard = guard or RequestGuard(config.bad_request_log_interval_ms)
     owns_server = server is None
     if server is None:
-        server = grpc.aio.server(options=server_options(config), maximum_concurrent_rpcs=config.max_concurrent_rpcs)
+        server = grpc.aio.server(options=server_options(config), maximum_concurrent_rpcs=config.max_concurrent_rpcs,
+                                 interceptors=server_interceptors())
     pb_grpc.add_NameserverServiceServicer_to_server(NameserverServicer(driver), GuardedServer(server, guard))
     port = 0
     if owns_server:

@@ -9,7 +9,9 @@ Rules:
   driver for :class:`ha.replication.sync_state.SyncStateTracker`).
 * Batches come from :func:`ha.replication.transfer.plan_batch` (one epoch each); an empty
   batch (heartbeat) goes out when nothing was sent for the heartbeat interval.
-* A connection silent for the housekeeping interval is closed (SLAVE_SILENT).
+* A connection whose slave was not heard (any bytes) for the housekeeping interval of this
+  side's awake time is closed (SLAVE_SILENT); a pause of the master's own process is not the
+  slave's silence (:class:`ha.replication.silence.PeerSilence`).
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from enum import Enum
 from ha.epochs import EpochHistory
 from ha.replication.messages import (MasterHandshake, QueueSlice, SlaveAck, SlaveHandshake, TransferBatch,
                                      batch_crc)
+from ha.replication.silence import PeerSilence
 from ha.replication.transfer import BatchPlan, plan_batch
 
 
@@ -61,13 +64,14 @@ class MasterSession:
         self.position = 0
         self.ack_offset = -1    # no ack yet: the first, even of 0 (an empty log), is reported
         self.closed: MasterCloseReason | None = None
-        self._last_read_ms = now_ms
+        self.silence = PeerSilence.for_intervals(settings.heartbeat_interval_ms, settings.housekeeping_interval_ms,
+                                                 now_ms)
         self._last_send_ms = now_ms
 
     def on_handshake(self, message: SlaveHandshake, view: MasterLogView, now_ms: int) -> MasterHandshake | MasterCloseReason:
         if self.state is not MasterSessionState.WAIT_HANDSHAKE:
             return self._close(MasterCloseReason.UNEXPECTED_MESSAGE)
-        self._last_read_ms = now_ms
+        self.silence.heard(now_ms)
         self.slave = message
         self.state = MasterSessionState.WAIT_FIRST_ACK
         pairs = view.epochs.pairs()[-self.settings.max_epoch_entries:]
@@ -75,7 +79,7 @@ class MasterSession:
 
     def on_ack(self, ack: SlaveAck, view: MasterLogView, now_ms: int) -> int | MasterCloseReason | None:
         """The acked offset to report to the tracker (None: nothing to report)."""
-        self._last_read_ms = now_ms
+        self.silence.heard(now_ms)
         if self.state is MasterSessionState.WAIT_FIRST_ACK:
             if not view.min_offset <= ack.max_offset <= view.max_offset:
                 return self._close(MasterCloseReason.REQUEST_OUT_OF_RANGE)
@@ -94,8 +98,8 @@ class MasterSession:
         """What to read and send now: a plan with bytes, a heartbeat (max_bytes 0), or None."""
         if self.state is MasterSessionState.CLOSED:
             return None
-        if now_ms - self._last_read_ms > self.settings.housekeeping_interval_ms:
-            return self._close(MasterCloseReason.SLAVE_SILENT)
+        if self.check_silence(now_ms) is not None:
+            return self.closed
         if self.state is not MasterSessionState.TRANSFER:
             return None
         plan = plan_batch(view.epochs, self.position, view.max_offset, self.settings.batch_size_bytes)
@@ -115,16 +119,28 @@ class MasterSession:
         return TransferBatch(plan.start_offset, plan.epoch, plan.epoch_start_offset, confirm_offset, payload,
                              batch_crc(payload, index), index, metadata_version)
 
+    def heard(self, now_ms: int) -> None:
+        """Bytes of the slave arrived (perhaps part of a frame not parsed yet)."""
+        self.silence.heard(now_ms)
+
+    def check_silence(self, now_ms: int) -> MasterCloseReason | None:
+        """A look at the slave's silence: SLAVE_SILENT (the session closes) or None."""
+        if self.state is MasterSessionState.CLOSED:
+            return None
+        if self.silence.look(now_ms):
+            return self._close(MasterCloseReason.SLAVE_SILENT)
+        return None
+
     def heartbeat_now(self) -> None:
         """Make the next :meth:`next_batch` send at least a heartbeat (news for the slave)."""
         self._last_send_ms = -self.settings.heartbeat_interval_ms
 
     def deadline_ms(self) -> int | None:
         """When :meth:`next_batch` next has something to do without news: a heartbeat is due
-        (TRANSFER) or the slave has been silent too long; None once closed."""
+        (TRANSFER) or a look at the slave's silence (:meth:`check_silence`); None once closed."""
         if self.state is MasterSessionState.CLOSED:
             return None
-        silent = self._last_read_ms + self.settings.housekeeping_interval_ms + 1
+        silent = self.silence.deadline_ms()
         if self.state is MasterSessionState.TRANSFER:
             return min(silent, self._last_send_ms + self.settings.heartbeat_interval_ms)
         return silent

@@ -25,6 +25,11 @@ Rules (reference 2.8 and 4.7; upstream #5663, #6662, #6728):
   The master counts itself only for offsets it holds durably (``MasterLog.durable_offset``:
   fdatasynced under SYNC_FLUSH).  A wait ends acknowledged, or timed out after
   ``slaveTimeout``; at most ``haMaxPendingAcks`` wait.
+* Time against a slave is the master's awake time (:mod:`ha.replication.silence`): the group
+  looks every ``haSendHeartbeatInterval`` (at least four times per ``haHousekeepingInterval``);
+  a look late by more than half that was the master's own pause (its loop stalled), counted
+  neither as a slave's silence (SLAVE_SILENT) nor as its lag (``haMaxTimeSlaveNotCatchup``),
+  and it closes and shrinks nothing (issue 24, defect 6).  A slave is heard on any byte.
 * What consumers may read: the master's durable offset while the set is only the master
   (not its max offset: slaves get this as their confirm offset, and bytes the master has not
   fdatasynced are neither acknowledged nor safe; found by the failure simulation),
@@ -40,6 +45,7 @@ from ha.replication.messages import MasterHandshake, QueueSlice, SlaveAck, Slave
 from ha.replication.quorum import (AckNow, AckWaits, PendingAck, QuorumRejection, WaitForAcks,
                                    decide_controller_mode, decide_quorum_mode)
 from ha.replication.config import HaConfig
+from ha.replication.silence import OwnPauses, look_interval_ms
 from ha.replication.sync_state import SyncStateTracker
 from ha.replication.transfer import BatchPlan
 
@@ -118,6 +124,9 @@ class MasterGroup:
         self._next_request = 1
         self._in_flight: Proposal | None = None
         self._retry_at: int | None = None
+        ha = settings.ha
+        self.pauses = OwnPauses(look_interval_ms(ha.ha_send_heartbeat_interval_ms, ha.ha_housekeeping_interval_ms),
+                                now_ms)
 
     # --- views -----------------------------------------------------------------------------------
     @property
@@ -154,6 +163,12 @@ class MasterGroup:
         self._by_slave[handshake.slave_id] = token
         self.tracker.slave_connected(handshake.slave_id, handshake.async_learner)
         return token, reply, out
+
+    def heard(self, token: int, now_ms: int) -> None:
+        """Bytes of the slave on ``token`` arrived (a frame perhaps not parsed yet)."""
+        connection = self.connections.get(token)
+        if connection is not None:
+            connection.session.heard(now_ms)
 
     def slave_id_of(self, token: int) -> int | None:
         connection = self.connections.get(token)
@@ -328,23 +343,34 @@ class MasterGroup:
 
     # --- time ------------------------------------------------------------------------------------
     def tick(self, log: MasterLog, now_ms: int) -> MasterGroupOutput:
+        """Time passed.  A tick later than due was this master's own pause (its loop stalled,
+        its process was not scheduled): neither a slave's silence nor its lag, so that time
+        is not counted against them, and a tick late by more than half a look judges nobody
+        (issue 24, defect 6)."""
         out = NOTHING
-        late = tuple(self.waits.expire(now_ms))
-        if late:
-            out = out | MasterGroupOutput(timed_out=late)
+        expired = tuple(self.waits.expire(now_ms))
+        if expired:
+            out = out | MasterGroupOutput(timed_out=expired)
+        pause = self.pauses.look(now_ms)
+        if pause:
+            self.tracker.excuse_pause(pause, now_ms)
         for token, connection in list(self.connections.items()):
+            silent = connection.session.check_silence(now_ms)
+            if silent is not None:
+                out = out | self._close(token, silent.value)
+                continue
             deadline = connection.session.deadline_ms()
             if deadline is not None and now_ms >= deadline:
                 out = out | MasterGroupOutput(wake=(token,))
         before = self.tracker.confirm_offset
-        proposal = self.tracker.check_shrink(now_ms)
+        proposal = None if self.pauses.paused(pause) else self.tracker.check_shrink(now_ms)
         out = out | self._after_change(proposal, before, log, now_ms)
         if self.settings.controller_mode:
             out = out | self._maybe_send_proposal(now_ms)
         return out
 
     def next_deadline_ms(self) -> int | None:
-        deadlines = []
+        deadlines = [self.pauses.deadline_ms()]   # a look every interval: a late one reveals our own pause
         if self.waits.pending:
             deadlines.append(min(w.deadline_ms for w in self.waits.pending.values()))
         for connection in self.connections.values():

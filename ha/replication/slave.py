@@ -19,6 +19,9 @@ Rules:
   failure simulation).
 * The slave's confirm offset is ``min(header confirm, local end)`` and never goes back,
   except that a truncation clamps it to the cut.
+* MASTER_SILENT: the master was not heard (any bytes, :meth:`SlaveSession.heard`) for
+  ``haHousekeepingInterval`` of this side's awake time; a tick that comes late was the
+  slave's own pause, not the master's silence (:class:`ha.replication.silence.PeerSilence`).
 * ``caught_up`` says what this connection showed of the local copy: None until the master's
   handshake; then whether the local log holds everything the master made visible to clients --
   at the handshake its whole log (``max_offset``), after each batch its confirm offset.  A
@@ -33,6 +36,7 @@ from enum import Enum
 from ha.epochs import EpochHistory
 from ha.replication.handshake import HandshakeRejection, LocalLog, plan_handshake
 from ha.replication.messages import MasterHandshake, SlaveAck, SlaveHandshake, TransferBatch, batch_crc
+from ha.replication.silence import PeerSilence
 
 
 class SlaveState(str, Enum):
@@ -87,13 +91,13 @@ class SlaveSession:
         self.master_epoch = 0       # the newest epoch the connected master has shown
         self.caught_up: bool | None = None  # the copy holds all the master showed (None: not known yet)
         self._last_ack_ms = 0
-        self._last_read_ms = 0
+        self.silence = self._silence(0)   # renewed on each connection
 
     # --- transitions ---------------------------------------------------------------------------
     def connected(self, now_ms: int) -> SlaveOutput:
         assert self.state is SlaveState.READY, self.state
         self.state = SlaveState.HANDSHAKE
-        self._last_read_ms = now_ms
+        self.silence = self._silence(now_ms)
         s = self.settings
         return SlaveOutput(send=(SlaveHandshake(s.slave_id, s.sync_from_last_file, s.async_learner),))
 
@@ -107,7 +111,7 @@ class SlaveSession:
     def on_master_handshake(self, message: MasterHandshake, now_ms: int) -> SlaveOutput:
         if self.state is not SlaveState.HANDSHAKE:
             return self._close(CloseReason.UNEXPECTED_MESSAGE)
-        self._last_read_ms = now_ms
+        self.silence.heard(now_ms)
         plan = plan_handshake(message, LocalLog(self.epochs, self.min_offset, self.max_offset),
                               known_master_epoch=self.known_master_epoch,
                               sync_from_last_file=self.settings.sync_from_last_file)
@@ -132,7 +136,7 @@ class SlaveSession:
     def on_batch(self, batch: TransferBatch, now_ms: int) -> SlaveOutput:
         if self.state is not SlaveState.TRANSFER:
             return self._close(CloseReason.UNEXPECTED_MESSAGE)
-        self._last_read_ms = now_ms
+        self.silence.heard(now_ms)
         if batch.start_offset != self.max_offset:
             return self._close(CloseReason.GAP)
         if batch_crc(batch.payload, batch.index) != batch.crc:
@@ -177,7 +181,7 @@ class SlaveSession:
         """Housekeeping: close a silent connection; in TRANSFER, ack at least every heartbeat."""
         if self.state is SlaveState.READY:
             return SlaveOutput()
-        if now_ms - self._last_read_ms > self.settings.housekeeping_interval_ms:
+        if self.silence.look(now_ms):
             return self._close(CloseReason.MASTER_SILENT)
         if self.state is SlaveState.TRANSFER and now_ms - self._last_ack_ms >= self.settings.heartbeat_interval_ms:
             self._last_ack_ms = now_ms
@@ -189,10 +193,19 @@ class SlaveSession:
         has been silent too long; None while READY."""
         if self.state is SlaveState.READY:
             return None
-        silent = self._last_read_ms + self.settings.housekeeping_interval_ms + 1
+        silent = self.silence.deadline_ms()
         if self.state is SlaveState.TRANSFER:
             return min(silent, self._last_ack_ms + self.settings.heartbeat_interval_ms)
         return silent
+
+    def heard(self, now_ms: int) -> None:
+        """Bytes of the master arrived (perhaps part of a frame not parsed yet)."""
+        if self.state is not SlaveState.READY:
+            self.silence.heard(now_ms)
+
+    def _silence(self, now_ms: int) -> PeerSilence:
+        return PeerSilence.for_intervals(self.settings.heartbeat_interval_ms, self.settings.housekeeping_interval_ms,
+                                         now_ms)
 
     def _close(self, reason: CloseReason) -> SlaveOutput:
         self.state = SlaveState.READY

@@ -29,6 +29,7 @@ Rules (reference 4.7, issues #5663, #6662, #6728):
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 
@@ -144,6 +145,16 @@ class SyncStateTracker:
         if progress is None or progress.last_caught_up_ms is None:
             return self.created_ms
         return progress.last_caught_up_ms
+
+    def excuse_pause(self, pause_ms: int, now_ms: int) -> None:
+        """The master itself was paused for ``pause_ms``: that time is not a slave's lag, so
+        every caught-up time (and the creation a never-seen member counts from) moves on by
+        it, never past ``now_ms`` (issue 24, defect 6)."""
+        self.created_ms = min(now_ms, self.created_ms + pause_ms)
+        for slave_id, progress in self.slaves.items():
+            if progress.last_caught_up_ms is not None:
+                caught = min(now_ms, progress.last_caught_up_ms + pause_ms)
+                self.slaves[slave_id] = dataclasses.replace(progress, last_caught_up_ms=caught)
 
     def shrink_deadline_ms(self) -> int | None:
         """The earliest time :meth:`check_shrink` would drop a member that is still connected."""

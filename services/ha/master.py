@@ -278,6 +278,7 @@ class ReplicationMaster:
         token, reply, out = self.group.connect(handshake, self.log(), self.clock.monotonic_ms())
         stream = SlaveStream(token, handshake.slave_id, link.peer, link)
         self.streams[token] = stream
+        link.on_received = lambda: self.group.heard(token, self.clock.monotonic_ms())
         self._carry_out(out)
         log.info("%s: slave %d connected from %s", self.name, handshake.slave_id, stream.address)
         reader = None

@@ -36,7 +36,11 @@ Rules:
   the copy as caught up as it last was).  Acting master reads it (``ha.acting.special_services``).
 * Acks are sent by one task, coalesced: an ack never reports an offset before it is
   committed, nor under SYNC_FLUSH before it is fdatasynced, while the stream keeps
-  receiving (the flush of one batch overlaps the copy of the next).
+  receiving (the flush of one batch overlaps the copy of the next).  While an fdatasync
+  lasts longer than ``haSendHeartbeatInterval``, an ack of the durable offset goes out every
+  interval, so a slow disk does not look like a silent slave.
+* The master's silence is measured from its last byte received (the link reports every
+  receive), not its last frame parsed behind the write pipeline.
 """
 from __future__ import annotations
 
@@ -177,6 +181,7 @@ class ReplicationSlave:
         store = self.store
         session = SlaveSession(self.settings, store.epochs.history, store.commit_log_min_offset,
                                store.commit_log_max_offset, store.confirm_offset, self.known_master_epoch)
+        link.on_received = lambda: session.heard(self.clock.monotonic_ms())  # silence: from the last byte
         self._link = link
         self.session = session
         self.connected_to = f"{host}:{port}"
@@ -348,6 +353,7 @@ class ReplicationSlave:
 
     async def _send_acks(self, link: Link) -> None:
         """One writer of acks: the newest target, after its fdatasync under SYNC_FLUSH."""
+        first = True
         while True:
             await self._ack_wanted.wait()
             self._ack_wanted.clear()
@@ -356,9 +362,29 @@ class ReplicationSlave:
                 self._committed.clear()
                 await self._committed.wait()
             if self.store.config.flush_disk_type is FlushDiskType.SYNC_FLUSH:
-                await self.store.wait_flushed(target)
+                await self._flushed(link, target, keepalive=not first)
             await link.send(slave_frame_to_proto(SlaveAck(target)).SerializeToString())
-            self.acked_offset = target
+            self.acked_offset, first = target, False
+
+    async def _flushed(self, link: Link, target: int, keepalive: bool) -> None:
+        """Wait for the fdatasync of ``target``.  Meanwhile, every heartbeat interval, the master
+        hears an ack of what is durable already: a slow disk is not a silent slave (issue 24,
+        defect 6: on a busy machine an fdatasync took seconds, the heartbeat acks waited behind
+        it and the master closed the slave as SLAVE_SILENT).  Not before the connection's first
+        ack: that one is the resume point."""
+        flushed = asyncio.ensure_future(self.store.wait_flushed(target))
+        try:
+            while True:
+                done, _ = await asyncio.wait([flushed], timeout=self.config.ha_send_heartbeat_interval_ms / 1000)
+                if done:
+                    flushed.result()
+                    return
+                if keepalive:
+                    durable = min(self.store.flushed_offset, target)
+                    await link.send(slave_frame_to_proto(SlaveAck(durable)).SerializeToString())
+        finally:
+            if not flushed.done():
+                flushed.cancel()
 
     async def _tick(self, session: SlaveSession, link: Link) -> None:
         while True:

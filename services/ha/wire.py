@@ -23,12 +23,16 @@ Rules:
   cancelled halfway leaves the stream mid-frame, so it shuts the link down.
   :meth:`Link.shutdown` ends pending and later sends and receives (a tick that found the
   peer silent); :meth:`Link.aclose` waits for them, then closes the socket.
+* ``on_received`` (if set) is called whenever bytes arrive, before the frame they belong to
+  is complete: the peer's silence is measured from its last byte, not its last parsed frame
+  (issue 24, defect 6).
 """
 from __future__ import annotations
 
 import asyncio
 import socket
 import struct
+from typing import Callable
 
 PREAMBLE = b"RMHA\x01"
 PREFIX = struct.Struct(">II")
@@ -78,6 +82,7 @@ class Link:
         self._idle.set()
         self._closed = False
         self._broken = False        # shut down: every later send and receive fails at once
+        self.on_received: Callable[[], None] | None = None   # bytes arrived (the peer is alive)
         try:
             name = sock.getpeername()
         except OSError:
@@ -152,6 +157,8 @@ class Link:
             if not count:
                 return buffer[:got]
             got += count
+            if self.on_received is not None:
+                self.on_received()
         return buffer
 
     async def _receive_frame(self) -> tuple[bytes, bytes | bytearray] | None:

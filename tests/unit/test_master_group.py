@@ -108,6 +108,7 @@ def test_a_member_not_caught_up_for_the_limit_is_proposed_out_at_its_deadline():
     plan = g.next_batch(token, log(1000), 0)
     g.sent(token, plan, b"x" * plan.max_bytes, (), log(1000), 0)
     g.on_ack(token, SlaveAck(1000), log(1000), 0)            # caught up at 0
+    assert g.tick(log(1000), 500).propose is None            # on time: the driver ticks at each deadline
     assert g.tick(log(1000), 1000).propose is None
     assert g.next_deadline_ms() <= 1001
     assert g.tick(log(2000), 1001).propose == Proposal(frozenset({1}), 3)

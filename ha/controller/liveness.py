@@ -18,6 +18,12 @@ Rules (reference 4.4, 4.5):
   deadline rather than on a scan period.
 - The tables are bounded (``max_brokers``): a heartbeat beyond the limit is refused, the
   oldest tombstones are forgotten first.
+- With ``pause_aware`` (the controller's driver), time is this node's awake time (issue 24,
+  defect 6: liveness must not depend on the event loop being punctual): the node looks every
+  quarter of the shortest broker timeout (``next_expiry_ms`` asks for it; heartbeats are looks
+  too), and a look late by more than half that interval was the node's own pause (its loop
+  stalled, with heartbeats waiting unread): every broker's heartbeat time moves on by the
+  pause and that look expires nobody.  Simulations drive time exactly and leave it off.
 """
 from __future__ import annotations
 
@@ -58,8 +64,10 @@ class Heartbeat:
 
 
 class BrokerLiveness:
-    def __init__(self, default_timeout_ms: int, max_brokers: int):
+    def __init__(self, default_timeout_ms: int, max_brokers: int, pause_aware: bool = False):
         assert default_timeout_ms > 0 and max_brokers > 0
+        self.pause_aware = pause_aware
+        self._looked_ms: int | None = None
         self.default_timeout_ms = default_timeout_ms
         self.max_brokers = max_brokers
         self._brokers: dict[BrokerKey, BrokerLiveInfo] = {}
@@ -69,6 +77,7 @@ class BrokerLiveness:
     def heartbeat(self, beat: Heartbeat, now_ms: int) -> bool:
         """Record ``beat``; False when the table is full and the broker is new."""
         key = (beat.cluster_name, beat.broker_name, beat.broker_id)
+        self._awake(now_ms)
         old = self._brokers.get(key)
         if old is None and len(self._brokers) >= self.max_brokers:
             return False
@@ -94,6 +103,8 @@ class BrokerLiveness:
 
     def expire(self, now_ms: int) -> list[BrokerLiveInfo]:
         """Forget brokers whose heartbeat timed out (they become tombstones); return them."""
+        if self._look(now_ms):
+            return []
         dead = [info for info in self._brokers.values() if not info.alive(now_ms)]
         for info in dead:
             self._bury((info.cluster_name, info.broker_name, info.broker_id), now_ms)
@@ -122,7 +133,34 @@ class BrokerLiveness:
     def next_expiry_ms(self) -> int | None:
         if not self._brokers:
             return None
-        return min(info.last_update_ms + info.timeout_ms for info in self._brokers.values()) + 1
+        expiry = min(info.last_update_ms + info.timeout_ms for info in self._brokers.values()) + 1
+        if self.pause_aware and self._looked_ms is not None:
+            return min(expiry, self._looked_ms + self._look_every_ms())
+        return expiry
+
+    # --- this node's own pauses (pause_aware) ----------------------------------------------------
+    def _look_every_ms(self) -> int:
+        return max(1, min([i.timeout_ms for i in self._brokers.values()] + [self.default_timeout_ms]) // 4)
+
+    def _awake(self, now_ms: int) -> None:
+        if self.pause_aware:
+            self._looked_ms = now_ms if self._looked_ms is None else max(self._looked_ms, now_ms)
+
+    def _look(self, now_ms: int) -> bool:
+        """True when this look reveals a pause of this node: it is excused, nobody expires."""
+        if not self.pause_aware:
+            return False
+        if self._looked_ms is None:
+            self._looked_ms = now_ms
+            return False
+        every = self._look_every_ms()
+        late = now_ms - (self._looked_ms + every)
+        self._looked_ms = max(self._looked_ms, now_ms)
+        if late <= every // 2 or not self._brokers:
+            return False
+        for key, info in self._brokers.items():
+            self._brokers[key] = dataclasses.replace(info, last_update_ms=min(now_ms, info.last_update_ms + late))
+        return True
 
     def forget(self, broker_name: str, broker_ids: frozenset[int] | None = None) -> None:
         for table in (self._brokers, self._dead):

@@ -103,7 +103,7 @@ async def _start(config: ControllerConfig, server: grpc.aio.Server | None, clock
     recovered = await asyncio.to_thread(storage.load)
     watch_collections()
     watchers = Watchers(config.max_watchers, config.watch_queue_capacity)
-    liveness = BrokerLiveness(config.heartbeat_timeout_ms, config.max_brokers)
+    liveness = BrokerLiveness(config.heartbeat_timeout_ms, config.max_brokers, pause_aware=True)
     machine = ControllerMachine(liveness, clock.monotonic_ms,
                                 watchers.publish if config.notify_broker_role_changed else (lambda n, v: None))
     controller = Controller(config, clock, machine, watchers)

@@ -347,7 +347,7 @@ async def send_cases(endpoint: str, topic: str, seconds: float, master: Containe
                                               metadata=META)
             assert response.status.code == d.OK, response.status
 
-        await send(1)  # the slave joins the SyncStateSet once it acked a first message
+        await send(1)  # warm-up: then wait until the slave acked it (it is in the SyncStateSet from its first ack)
         await wait_acked(master, None, timeout_s=60, in_set=True)
 
         for concurrency in (16, 64):

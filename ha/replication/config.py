@@ -40,7 +40,7 @@ class HaConfig:
         doc="idle interval after which the slave acks and the master sends an empty batch")
     ha_housekeeping_interval_ms: int = config_field(
         "haHousekeepingInterval", 20_000, unit="ms", minimum=1,
-        doc="a connection silent for this long is closed")
+        doc="a connection whose peer sent nothing for this long is closed (the judge's own pauses not counted)")
     total_replicas: int = config_field(
         "totalReplicas", 1, unit="replicas", minimum=1, doc="replicas in the group, the master included")
     in_sync_replicas: int = config_field(

@@ -59,6 +59,11 @@ def build_container(config_path: str, broker_paths: str | None):
     binds = [("adminBindAddress", config.admin_bind_address)]
     if config.start_embedded_namesrv:
         binds.append(("bindAddress", bind(NamesrvConfig, values, config_path).bind_address))
+        if config.enable_controller_in_namesrv and values.get("controllerDLegerPeers"):  # its own port, if it says so
+            from services.controller.config import parse_peers
+            me = str(values.get("controllerDLegerSelfId", "n0"))
+            binds += [("controllerDLegerPeers", peer.host)
+                      for peer in parse_peers(str(values["controllerDLegerPeers"]), config_path) if peer.name == me]
     check_internal_binds(config_path, auth, binds)
     if not entries:
         raise ConfigError(config_path, None, "no brokers: add [[broker]] tables or brokerConfigPaths")

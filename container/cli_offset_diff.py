@@ -29,6 +29,7 @@ Rules:
 from __future__ import annotations
 
 import argparse
+import os
 import dataclasses
 import importlib
 
@@ -163,6 +164,14 @@ def _handle(args: argparse.Namespace) -> int:
     from container.cli import CliError
 
     args.progress = Progress(args.quiet)
+    secret_file = os.environ.get("RELAYMQ_CLUSTER_SECRET_FILE", "")
+    if secret_file:  # the live fetch and apply call the masters' admin ports: prove the cluster secret
+        from metadata.config import ConfigError
+        from services.cluster_auth import install_from_file
+        try:
+            install_from_file(secret_file)
+        except ConfigError as exc:
+            raise CliError(f"RELAYMQ_CLUSTER_SECRET_FILE: {exc}", EXIT_ERROR) from None
     if args.apply and args.gate:
         raise CliError("offset-diff: --gate checks a rejoin before it happens; it does not combine with --apply", EXIT_ERROR)
     if args.apply:

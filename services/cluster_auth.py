@@ -30,6 +30,7 @@ import grpc
 
 from metadata.cluster_auth import ClusterSecret, ClusterVerifier, ProofRejection, parse_secret, sign
 from metadata.config import ConfigError, bind, config_field
+from scheduler.clock import SystemClock
 
 log = logging.getLogger(__name__)
 LOG_INTERVAL_S = 10.0
@@ -61,10 +62,11 @@ class ClusterCredential:
     """The secret, the replay cache of this process's servers and the clock they read."""
 
     def __init__(self, secret: ClusterSecret, max_clock_skew_ms: int = 60_000, max_nonces: int = 200_000,
-                 now_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000):
+                 now_ms: Callable[[], int] | None = None):
+        """``now_ms``: wall-clock milliseconds (the members compare their clocks), the system's by default."""
         self.secret = secret
         self.verifier = ClusterVerifier(secret, max_clock_skew_ms, max_nonces)
-        self._now_ms = now_ms
+        self._now_ms = now_ms or SystemClock().now_ms
 
     def proof(self, method: str) -> tuple[tuple[str, str], ...]:
         return sign(self.secret, method, self._now_ms(), os.urandom(16).hex())
@@ -183,6 +185,39 @@ def internal_channel(address: str, options: list | None = None,
     unless one is given)."""
     return grpc.aio.insecure_channel(address, options=options,
                                      interceptors=client_interceptors(credential or _installed))
+
+
+class _SignSync(grpc.UnaryUnaryClientInterceptor):
+    """The blocking channels' signer (``relaymq offset-diff``'s admin calls are unary)."""
+
+    def __init__(self, credential: ClusterCredential):
+        self._credential = credential
+
+    def intercept_unary_unary(self, continuation, client_call_details, request):
+        metadata = [*(client_call_details.metadata or ()), *self._credential.proof(_method_name(client_call_details.method))]
+        return continuation(_SyncCallDetails(client_call_details.method, client_call_details.timeout, metadata,
+                                             client_call_details.credentials, client_call_details.wait_for_ready,
+                                             getattr(client_call_details, "compression", None)), request)
+
+
+class _SyncCallDetails(grpc.ClientCallDetails):
+    def __init__(self, method, timeout, metadata, credentials, wait_for_ready, compression):
+        self.method, self.timeout, self.metadata = method, timeout, metadata
+        self.credentials, self.wait_for_ready, self.compression = credentials, wait_for_ready, compression
+
+
+def internal_sync_channel(address: str, options: list | None = None,
+                          credential: ClusterCredential | None = None) -> grpc.Channel:
+    """A blocking channel to an internal port, signing every unary call (the installed credential)."""
+    channel = grpc.insecure_channel(address, options=options)
+    credential = credential or _installed
+    return grpc.intercept_channel(channel, _SignSync(credential)) if credential is not None else channel
+
+
+def install_from_file(path: str) -> None:
+    """A command-line tool's credential (``--cluster-secret-file`` or :data:`SECRET_FILE_ENV`);
+    ConfigError names the file when it is unusable."""
+    install(ClusterCredential(read_secret_file(Path(path), path, "clusterAuthenticationSecretFile")))
 
 
 # -- server side -------------------------------------------------------------------------

@@ -234,11 +234,13 @@ class AdminOffsetApi:
     def _call(self, address: str, method: str, request: Any, timeout_s: float) -> Any:
         import grpc
 
+        from services.cluster_auth import internal_sync_channel
+
         from proto import admin_pb2_grpc as pb_grpc
         from services.ha.converters import MAX_FRAME_BYTES
 
         options = [("grpc.max_send_message_length", MAX_FRAME_BYTES), ("grpc.max_receive_message_length", MAX_FRAME_BYTES)]
-        channel = self._channel_factory(address) if self._channel_factory else grpc.insecure_channel(address, options=options)
+        channel = self._channel_factory(address) if self._channel_factory else internal_sync_channel(address, options=options)
         try:
             return getattr(pb_grpc.BrokerAdminStub(channel), method)(request, timeout=timeout_s)
         except grpc.RpcError as exc:

@@ -204,6 +204,8 @@ class AdminReplicaSource:
 
         import grpc
 
+        from services.cluster_auth import internal_sync_channel
+
         from proto import admin_pb2 as pb
         from proto import admin_pb2_grpc as pb_grpc
 
@@ -213,7 +215,7 @@ class AdminReplicaSource:
         # a table of a million keys is about 13 MB: past gRPC's default 4 MiB, within the internal port's limit
         options = [("grpc.max_receive_message_length", MAX_FRAME_BYTES)]
         channel = (self._channel_factory(target.address) if self._channel_factory
-                   else grpc.insecure_channel(target.address, options=options))
+                   else internal_sync_channel(target.address, options=options))
         try:
             stub = pb_grpc.BrokerAdminStub(channel)
             reply = stub.GetConsumerOffsets(pb.AdminGetConsumerOffsetsRequest(broker_name=target.broker_group),

@@ -13,7 +13,7 @@ from metadata.cluster_auth import ClusterSecret
 from proto import ha_pb2 as pb
 from proto import ha_pb2_grpc as pb_grpc
 from services import cluster_auth
-from services.cluster_auth import ClusterCredential, internal_channel, server_interceptors
+from services.cluster_auth import ClusterCredential, internal_channel, internal_sync_channel, server_interceptors
 from services.ha.link_auth import LinkAuthenticationError, prove_to_master
 from services.ha.service import add_ha_service
 from services.ha.wire import Link
@@ -97,6 +97,8 @@ async def _internal_calls(caplog):
                 with pytest.raises(grpc.aio.AioRpcError) as locate:  # served: this server hosts no master
                     await pb_grpc.HaServiceStub(right).Locate(pb.LocateRequest(broker_name="broker-a"), timeout=5)
                 assert locate.value.code() == grpc.StatusCode.NOT_FOUND
+            for secret, expected in ((SECRET, b"x"), (WRONG, grpc.StatusCode.UNAUTHENTICATED)):  # blocking channels
+                assert await asyncio.to_thread(_sync_call, address, secret) == expected
         lines = [r.getMessage() for r in caplog.records if "cluster authentication: refused" in r.getMessage()]
         # one line per (peer host, service) per interval: test.Echo without a proof, then HaService's
         assert len(lines) == 2, lines
@@ -104,6 +106,16 @@ async def _internal_calls(caplog):
         assert "HaService/Locate" in lines[1] and "BAD_SIGNATURE" in lines[1]
     finally:
         await server.stop(0)
+
+
+def _sync_call(address: str, secret: ClusterSecret):
+    channel = internal_sync_channel(address, credential=ClusterCredential(secret))
+    try:
+        return channel.unary_unary("/test.Echo/Unary")(b"x", timeout=5)
+    except grpc.RpcError as failure:
+        return failure.code()
+    finally:
+        channel.close()
 
 
 # -- the replication link -------------------------------------------------------------------

@@ -44,6 +44,7 @@ def refused(call, *args) -> str:
     ({"adminBindAddress": '"10.1.2.3"'}, "adminBindAddress"),
     ({"adminBindAddress": '""'}, "adminBindAddress"),
     ({"bindAddress": '"0.0.0.0"'}, "bindAddress"),           # the embedded nameserver's
+    ({"enableControllerInNamesrv": "true", "controllerDLegerPeers": '"n0-10.0.0.7:9878"'}, "controllerDLegerPeers"),
 ])
 def test_a_container_with_an_internal_port_beyond_loopback_and_no_secret_is_refused(tmp_path, top, key):
     message = refused(build_container, container_file(tmp_path, **top), None)

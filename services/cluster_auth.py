@@ -116,13 +116,19 @@ def is_loopback(host: str) -> bool:
     return host == "localhost" or host == "::1" or host.startswith("127.")
 
 
+INTERNAL_PORTS_OF = {"adminBindAddress": "internal ports (listenPort, haListenPort)",
+                     "bindAddress": "the nameserver's port (listenPort)",
+                     "controllerDLegerPeers": "the controller's port (its peer address)"}
+
+
 def check_internal_binds(where: str, config: ClusterAuthConfig, binds: Iterable[tuple[str, str]]) -> None:
     """Refuse an internal port (``(key, host)``) bound beyond loopback without a cluster secret."""
     if config.secret_file or config.allow_unauthenticated_internal_ports:
         return
     for key, host in binds:
         if not is_loopback(host):
-            raise ConfigError(where, key, f"binds internal port(s) to {host or 'every interface'!s} without "
+            ports = INTERNAL_PORTS_OF.get(key, "internal ports")
+            raise ConfigError(where, key, f"binds {ports} to {host or 'every interface'!s} without "
                                           "internal authentication: set clusterAuthenticationSecretFile "
                                           "(docs/security.md), bind to loopback, or set "
                                           "allowUnauthenticatedInternalPorts = true to accept the risk")

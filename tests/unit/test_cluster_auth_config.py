@@ -48,7 +48,7 @@ def refused(call, *args) -> str:
 ])
 def test_a_container_with_an_internal_port_beyond_loopback_and_no_secret_is_refused(tmp_path, top, key):
     message = refused(build_container, container_file(tmp_path, **top), None)
-    assert f"{key}: binds internal port(s)" in message
+    assert message.split(": ", 1)[1].startswith(f"{key}: binds ") and " without internal authentication" in message
     assert "clusterAuthenticationSecretFile" in message and "allowUnauthenticatedInternalPorts" in message
     assert cluster_auth.installed() is None
 
@@ -80,16 +80,16 @@ def test_an_unreadable_or_short_secret_file_is_refused(tmp_path, text, expected)
 def test_a_standalone_nameserver_and_controller_are_held_to_the_same_rule(tmp_path):
     path = tmp_path / "namesrv.properties"
     path.write_text("listenPort=0\nbindAddress=0.0.0.0\n")
-    assert "bindAddress: binds internal port(s) to 0.0.0.0" in refused(_load_namesrv_config, str(path))
+    assert "bindAddress: binds the nameserver's port (listenPort) to 0.0.0.0" in refused(_load_namesrv_config, str(path))
     path.write_text("listenPort=0\nbindAddress=0.0.0.0\nallowUnauthenticatedInternalPorts=true\n")
     _load_namesrv_config(str(path))
     path.write_text("listenPort=0\nenableControllerInNamesrv=true\ncontrollerDLegerPeers=n0-10.0.0.5:9876\n"
                     "controllerDLegerSelfId=n0\n")
-    assert "controllerDLegerPeers: binds internal port(s) to 10.0.0.5" in refused(_load_namesrv_config, str(path))
+    assert "controllerDLegerPeers: binds the controller's port (its peer address) to 10.0.0.5" in refused(_load_namesrv_config, str(path))
     controller = tmp_path / "n0.properties"
     controller.write_text(f"controllerDLegerPeers=n0-0.0.0.0:9878;n1-10.0.0.6:9878\ncontrollerDLegerSelfId=n0\n"
                           f"controllerStorePath={tmp_path / 'c'}\n")
-    assert "controllerDLegerPeers: binds internal port(s) to 0.0.0.0" in refused(build_config, str(controller))
+    assert "controllerDLegerPeers: binds the controller's port (its peer address) to 0.0.0.0" in refused(build_config, str(controller))
     (tmp_path / "cluster.secret").write_text(SECRET_TEXT)
     controller.write_text(controller.read_text() + "clusterAuthenticationSecretFile=cluster.secret\n")
     build_config(str(controller))
@@ -107,7 +107,7 @@ def test_the_commands_exit_2_with_one_line_and_no_traceback(tmp_path, capsys):
                              container_file(tmp_path, adminBindAddress='"0.0.0.0"')],
                             cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
-    assert "adminBindAddress: binds internal port(s) to 0.0.0.0" in result.stderr.strip().splitlines()[-1]
+    assert "adminBindAddress: binds internal ports (listenPort, haListenPort) to 0.0.0.0" in result.stderr.strip().splitlines()[-1]
 
 
 def test_the_secure_cluster_conf_gives_every_member_the_same_secret():

@@ -9,7 +9,8 @@ Rules (the decision is ``metadata.cluster_auth``'s; this module reads clocks, fi
 * Every internal server is made with :func:`server_interceptors`: with a credential installed,
   a call without a valid proof is refused with ``UNAUTHENTICATED`` before any servicer sees
   it, and logged as one WARNING line naming the peer, the service and the reason, at most
-  once per (peer host, service) per ``LOG_INTERVAL_S`` (with the count of the ones not logged).
+  once per (peer host, service) per ``LOG_INTERVAL_S`` (with the count of the ones not logged),
+  and counted in ``relaymq_cluster_auth_refused_total{service, reason}``.
 * Exempt: the gRPC health service (read-only liveness, probed by orchestrators) and, where
   authorization is on, the admin services, which ``services.access.admin_gate`` checks with
   the caller's user signature (so the ``relaymq admin`` operator signs as a user).
@@ -31,6 +32,7 @@ import grpc
 from metadata.cluster_auth import ClusterSecret, ClusterVerifier, ProofRejection, parse_secret, sign
 from metadata.config import ConfigError, bind, config_field
 from scheduler.clock import SystemClock
+from services import metrics
 
 log = logging.getLogger(__name__)
 LOG_INTERVAL_S = 10.0
@@ -240,6 +242,7 @@ class RefusalLog:
         host = peer.rsplit(":", 1)[0] if peer.count(":") == 1 or peer.startswith("ipv4:") else peer
         service = method.rsplit("/", 2)[1] if method.count("/") >= 2 else method
         key, now = (host, service), self._now_s()
+        metrics.CLUSTER_AUTH_REFUSED.labels(service, reason.value).inc()
         last = self._last.get(key)
         if last is not None and now - last[0] < self._interval_s:
             self._last[key] = (last[0], last[1] + 1)

@@ -40,6 +40,9 @@ BAD_REQUESTS = Counter("relaymq_bad_requests", "Requests that did not parse, by 
 AUTHORIZATION_DENIED = Counter("relaymq_authorization_denied", "Client RPCs and admin commands refused by "
                                "authorization, by method and reason (metadata.authorization.AccessReason)",
                                ["method", "reason"], registry=REGISTRY)
+CLUSTER_AUTH_REFUSED = Counter("relaymq_cluster_auth_refused", "Internal calls and replication connections refused "
+                               "for want of a valid proof of the cluster secret", ["service", "reason"],
+                               registry=REGISTRY)
 
 _CHILDREN: dict[tuple[int, tuple[str, ...]], object] = {}
 

@@ -17,6 +17,7 @@ from services.cluster_auth import ClusterCredential, internal_channel, internal_
 from services.ha.link_auth import LinkAuthenticationError, prove_to_master
 from services.ha.service import add_ha_service
 from services.ha.wire import Link
+from services.metrics import REGISTRY
 from tests.integration.test_ha_drivers import Group, log_bytes, put
 
 pytestmark = pytest.mark.integration
@@ -71,6 +72,10 @@ async def _calls(channel: grpc.aio.Channel) -> list:
     return [await one(kind) for kind in ("Unary", "UnaryStream", "StreamUnary", "StreamStream")]
 
 
+def _refusals(service: str, reason: str) -> float:
+    return REGISTRY.get_sample_value("relaymq_cluster_auth_refused_total", {"service": service, "reason": reason}) or 0.0
+
+
 def test_an_internal_call_is_served_with_the_secret_and_refused_without_or_with_another(caplog):
     asyncio.run(_internal_calls(caplog))
 
@@ -82,6 +87,7 @@ async def _internal_calls(caplog):
     address = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
     await server.start()
     refused = [grpc.StatusCode.UNAUTHENTICATED] * 4
+    before = _refusals("test.Echo", "MISSING")
     try:
         with caplog.at_level(logging.WARNING, logger="services.cluster_auth"):
             async with grpc.aio.insecure_channel(address) as plain:
@@ -99,6 +105,7 @@ async def _internal_calls(caplog):
                 assert locate.value.code() == grpc.StatusCode.NOT_FOUND
             for secret, expected in ((SECRET, b"x"), (WRONG, grpc.StatusCode.UNAUTHENTICATED)):  # blocking channels
                 assert await asyncio.to_thread(_sync_call, address, secret) == expected
+        assert _refusals("test.Echo", "MISSING") == before + 4  # every refusal counted, not only the logged ones
         lines = [r.getMessage() for r in caplog.records if "cluster authentication: refused" in r.getMessage()]
         # one line per (peer host, service) per interval: test.Echo without a proof, then HaService's
         assert len(lines) == 2, lines

@@ -19,7 +19,12 @@ Rules:
   fresh route of the topic (the driver refreshes it; it never escapes by a stale cache).
 * A master that did not answer (or refused) recently is excluded for a while
   (:class:`Exclusions`): upstream #7923 escaped to a dead master from a stale route and lost
-  the messages.
+  the messages.  How long is :func:`exclusion_ms`: another container's master, which may be
+  dead, for ``escapeExcludeMillis``; a master in this container only until the next retry
+  (``escapeRetryIntervalMillis``): it is alive (a master of this process), its failure was
+  an answer (a replica wait that ran out while its own slave died with the other container,
+  a full disk), and it is often the only target -- excluding it for 10 s held every due
+  message of the acting group for that long after one failed put (issue 24 defect 3).
 * Among equal candidates the choice rotates (``turn``), so escapes spread over the masters.
 * No candidate: :class:`NoTarget` with the reason; the caller leaves the message where it is
   (nothing advances) and tries again later.
@@ -94,6 +99,11 @@ def choose_target(own_broker_name: str, kind: EscapeKind, candidates: Sequence[M
     return Target(chosen.broker_name, chosen.local, chosen.address)
 
 
+def exclusion_ms(target: Target, exclude_ms: int, retry_ms: int) -> int:
+    """How long ``target`` is not chosen again after an escape to it failed."""
+    return min(retry_ms, exclude_ms) if target.local else exclude_ms
+
+
 @dataclass
 class Exclusions:
     """Masters that did not answer an escape, each excluded until a deadline (``now_ms`` based)."""
@@ -101,8 +111,8 @@ class Exclusions:
     exclude_ms: int
     until: dict[str, int] = field(default_factory=dict)
 
-    def exclude(self, broker_name: str, now_ms: int) -> None:
-        self.until[broker_name] = now_ms + self.exclude_ms
+    def exclude(self, broker_name: str, now_ms: int, for_ms: int | None = None) -> None:
+        self.until[broker_name] = now_ms + (self.exclude_ms if for_ms is None else for_ms)
 
     def forgive(self, broker_name: str) -> None:
         self.until.pop(broker_name, None)

@@ -21,7 +21,10 @@ Rules (reference 2.8 and 4.7; upstream #5663, #6662, #6728):
   time; a refusal keeps the union and proposes again after ``retry_ms``; an applied set
   whose epoch is not newer than ours is ignored (an old reply).
 * Puts (SYNC_MASTER): controller mode decides by the set's size (``minInSyncReplicas``,
-  ``allAckInSyncStateSet``, else ``inSyncReplicas``), otherwise by RIP-34's in-sync count.
+  ``allAckInSyncStateSet``, else ``inSyncReplicas``), otherwise by RIP-34's in-sync count;
+  without a controller a slave's disconnection re-decides the puts already waiting the same
+  way (their need only goes down), so a put made just before its slave died is acknowledged
+  with the degraded count instead of failing at ``slaveTimeout``.
   The master counts itself only for offsets it holds durably (``MasterLog.durable_offset``:
   fdatasynced under SYNC_FLUSH).  A wait ends acknowledged, or timed out after
   ``slaveTimeout``; at most ``haMaxPendingAcks`` wait.
@@ -188,6 +191,10 @@ class MasterGroup:
         del self._by_slave[connection.slave_id]
         before = self.tracker.confirm_offset
         proposal = self.tracker.slave_disconnected(connection.slave_id)
+        if not self.settings.controller_mode:  # there the set shrinks when the controller says so
+            decision = self.decide_put(log)
+            if not isinstance(decision, QuorumRejection):
+                self.waits.lower_to(decision.need if isinstance(decision, WaitForAcks) else 1)
         return self._after_change(proposal, before, log, now_ms)
 
     def on_ack(self, token: int, ack: SlaveAck, log: MasterLog, now_ms: int) -> MasterGroupOutput:

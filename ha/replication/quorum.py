@@ -14,7 +14,7 @@ Rules (reference 2.8 and 4.7):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 from ha.replication.config import BrokerRole, HaConfig
@@ -80,6 +80,16 @@ class AckWaits:
             return QuorumRejection.SLAVE_NOT_AVAILABLE
         self.pending[wait.request_id] = wait
         return None
+
+    def lower_to(self, need: int) -> None:
+        """RIP-34's degrade for the puts already waiting: none needs more than ``need`` replicas
+        now (a slave left; ``enableAutoInSyncReplicas`` asks a new put for no more either).  A
+        put made just before its slave died otherwise waited the whole ``slaveTimeout`` and
+        failed -- a receive's pop record among them, whose messages then stayed invisible for
+        the invisible duration (issue 24 defect 3: an escaped delay message 60 s late)."""
+        for request_id, wait in list(self.pending.items()):
+            if wait.need != ALL_IN_SYNC_STATE_SET and wait.need > need:
+                self.pending[request_id] = replace(wait, need=need)
 
     def satisfied(self, acked_replicas, sync_state_set_acked) -> list[int]:
         """Request ids now acknowledged.  ``acked_replicas(offset)`` counts any connection,

@@ -9,8 +9,9 @@ Rules (the choice itself is ``ha.acting.escape_target``'s):
   container's is not in routes until it is online, and refuses an escape meanwhile.
 - Other containers' masters come from the topic's route, read again from the nameserver when
   the copy is older than ``escapeRouteMaxAgeMillis`` or after a failed escape.  A target that
-  does not answer or refuses is excluded for ``escapeExcludeMillis`` and the next candidate is
-  tried; when none is left the call raises :class:`EscapeFailed` and the caller keeps the
+  does not answer or refuses is excluded (another container's for ``escapeExcludeMillis``, one
+  of this container for ``escapeRetryIntervalMillis``: ``escape_target.exclusion_ms``) and the
+  next candidate is tried; when none is left the call raises :class:`EscapeFailed` and the caller keeps the
   messages where they are (nothing advances).  Escapes of that kind and topic are then refused
   at once for ``escapeRetryIntervalMillis`` (the callers run every 100 ms: no route lookup
   each time), and tried again after it.
@@ -27,7 +28,7 @@ from types import MappingProxyType
 from typing import Awaitable, Callable, Sequence
 
 from ha.acting.escape_target import (EscapeKind, Exclusions, MasterCandidate, NoTarget, NoTargetReason, Target,
-                                     choose_target)
+                                     choose_target, exclusion_ms)
 from metadata.message import MessageDraft
 from metadata.route_types import MASTER_ID, TopicRoute
 from metadata.status import RequestRejected
@@ -102,9 +103,10 @@ class EscapeBridge:
             try:
                 places = await self._put(choice, items)
             except (RequestRejected, ActingError, EscapeFailed) as failure:
+                excluded_ms = exclusion_ms(choice, self.config.escape_exclude_ms, self.config.escape_retry_interval_ms)
                 log.warning("escape of %d %s message(s) of %s to %s failed (%s); excluded for %d ms", len(items),
-                            kind.value, topic, choice.broker_name, failure, self.config.escape_exclude_ms)
-                self.exclusions.exclude(choice.broker_name, self.clock.now_ms())
+                            kind.value, topic, choice.broker_name, failure, excluded_ms)
+                self.exclusions.exclude(choice.broker_name, self.clock.now_ms(), excluded_ms)
                 self._routes.pop(topic, None)
                 tried.add(choice.broker_name)
                 continue

@@ -247,6 +247,35 @@ def test_nothing_escapes_into_a_master_in_pre_online(tmp_path):
     run(scenario())
 
 
+def test_after_a_failed_put_on_the_local_master_due_messages_wait_one_retry_interval_not_the_exclusion(tmp_path):
+    """Issue 24 defect 3: the only target, the master next to the acting slave, failed one put
+    (its replica wait ran out: its own slave died with the other container).  It is alive: the
+    due message goes there at the next retry (escapeRetryIntervalMillis), not after
+    escapeExcludeMillis -- that held a group's due messages 10 s per failure."""
+    async def scenario():
+        pair = await Pair(tmp_path).start()
+        real_put, failures = pair.target.escape_put, []
+
+        async def fails_once(items):
+            if not failures:
+                failures.append(items)
+                raise RequestRejected(Code.HA_NOT_AVAILABLE, "broker broker-b: replicas did not ack within slaveTimeout")
+            return await real_put(items)
+
+        pair.target.escape_put = fails_once
+        await pair.copy_into_slave([timer_draft(draft(message_id="D1"), pair.clock.now_ms())])
+        await pair.act()
+        assert await pair.slave.run_timer() == 0 and failures  # failed: the message waits
+        config = pair.slave.config
+        assert config.escape_retry_interval_ms < config.escape_exclude_ms
+        pair.clock.advance(config.escape_retry_interval_ms - 1)
+        assert await pair.slave.run_timer() == 0  # not hammered
+        pair.clock.advance(1)
+        assert await pair.slave.run_timer() == 1 and not pair.slave.timer.index.pending
+        await pair.stop()
+    run(scenario())
+
+
 def test_a_commit_on_the_acting_slave_escapes_and_a_send_is_refused(tmp_path):
     async def scenario():
         pair = await Pair(tmp_path).start()

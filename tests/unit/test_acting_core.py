@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ha.acting.escape_target import (EscapeKind, Exclusions, MasterCandidate, NoTarget, NoTargetReason, Target,
-                                     choose_target)
+                                     choose_target, exclusion_ms)
 from ha.acting.lock_quorum import QueueLeases, decide_lock, lock_quorum
 from ha.acting.special_services import MemberView, Reason, ReplicaFacts, decide_special_services
 from ha.replication.config import HaConfig
@@ -100,6 +100,19 @@ ESCAPE = [
 @pytest.mark.parametrize("kind,candidates,excluded,remote,turn,expected", ESCAPE)
 def test_escape_target_choice(kind, candidates, excluded, remote, turn, expected):
     assert choose_target("broker-a", kind, candidates, frozenset(excluded), remote, turn) == expected
+
+
+EXCLUSION = [
+    # (target, escapeExcludeMillis, escapeRetryIntervalMillis, excluded for): issue 24 defect 3
+    (Target("broker-b", True, ""), 10_000, 1_000, 1_000),  # local: alive; retried at the next retry
+    (Target("broker-c", False, "127.0.0.1:10931"), 10_000, 1_000, 10_000),  # remote: may be dead (#7923)
+    (Target("broker-b", True, ""), 500, 1_000, 500),  # never longer than the exclusion itself
+]
+
+
+@pytest.mark.parametrize("target,exclude_ms,retry_ms,expected", EXCLUSION)
+def test_how_long_a_failed_target_is_excluded(target, exclude_ms, retry_ms, expected):
+    assert exclusion_ms(target, exclude_ms, retry_ms) == expected
 
 
 def test_an_excluded_master_comes_back_after_its_exclusion():

@@ -93,6 +93,23 @@ def test_put_waits_count_the_master_only_for_what_it_holds_durably(need, acks, d
     assert (request_id in acked) is done
 
 
+@pytest.mark.parametrize("auto, acked", [(True, True), (False, False)], ids=["auto-in-sync", "fixed-in-sync"])
+def test_a_put_waiting_on_a_slave_that_disconnects_is_re_decided_by_rip34(auto, acked):
+    """Issue 24 defect 3: a put made just before its slave died (its container was killed)
+    waited the whole slaveTimeout and failed although enableAutoInSyncReplicas acknowledged
+    every later put alone: a receive's pop record failed, and the messages it had popped stayed
+    invisible for 60 s.  With the degrade, the waiting put is acknowledged at the disconnect."""
+    g = group(controller=False, members=(1, 2), in_sync_replicas=2, min_in_sync_replicas=1,
+              enable_auto_in_sync_replicas=auto)
+    token = connect(g, 2, 1000)
+    assert g.decide_put(log(1200)) == WaitForAcks(2)
+    request_id, out = g.wait(1200, 2, log(1200), 10)
+    assert out.acked == ()
+    out = g.disconnected(token, log(1200), 20)
+    assert (request_id in out.acked) is acked
+    assert (request_id in g.waits.pending) is not acked  # fixed: it still needs the slave, and times out
+
+
 def test_waits_time_out_at_slave_timeout_and_are_bounded():
     g = group(controller=True, members=(1, 2), ha_max_pending_acks=1)
     request_id, _ = g.wait(1000, 2, log(1000), 100)

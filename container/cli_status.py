@@ -93,16 +93,27 @@ async def ask_groups(groups: list[view.Group], ask: Callable[[view.Group, int, s
 
 # ---------------------------------------------------------------- topic-list
 
+async def _status_or_failure(address: str, broker_name: str, timeout_ms: int) -> Any:
+    """A replica's BrokerStatus (whether it acts for its absent master), or Failure when it does
+    not answer or refuses: topic-list then only does not know it acts."""
+    try:
+        return await try_call(address, "BrokerStatus", apb.AdminBrokerStatusRequest(broker_name=broker_name), timeout_ms)
+    except AdminRejected as exc:
+        return view.Failure(str(exc))
+
+
 def topic_list(args: Any) -> int:
     async def collect() -> tuple[list[dict], list[view.GroupState]]:
         groups = [g for g in await groups_of_cluster(args, args.cluster) if not args.broker or g.broker_name == args.broker]
         if args.broker and not groups:
             raise CliError(f"broker {args.broker} is not registered in cluster {args.cluster}", 1)
-        answers = await ask_groups(groups, lambda g, i, a: try_call(
-            a, "ListTopics", apb.AdminListTopicsRequest(broker_name=g.broker_name), args.timeout_ms))
+        answers, statuses = await asyncio.gather(
+            ask_groups(groups, lambda g, i, a: try_call(
+                a, "ListTopics", apb.AdminListTopicsRequest(broker_name=g.broker_name), args.timeout_ms)),
+            ask_groups(groups, lambda g, i, a: _status_or_failure(a, g.broker_name, args.timeout_ms)))
         rows, states = [], []
-        for group, replies in zip(groups, answers):
-            state = view.replica_states(group, replies)
+        for group, replies, status in zip(groups, answers, statuses):
+            state = view.replica_states(group, replies, acting_ids_of_status(status, group.broker_name))
             states.append(state)
             answered = sorted(i for i, r in replies.items() if not isinstance(r, view.Failure))
             if not answered:

@@ -119,6 +119,8 @@ def _check_the_acting_slave(cluster: ActingCluster, workdir: Path) -> None:
     assert "a slave acts for it" in text and "acting" in text, text
     listed = cluster.admin("cluster-list").stdout  # issue 24, defect 8: not "cannot be written or consumed"
     assert "broker-a: no reachable master; slave 1 acts for it" in listed and "cannot be" not in listed, listed
+    topics = cluster.admin("topic-list").stdout
+    assert "broker-a: no reachable master; slave 1 acts for it" in topics and "cannot be" not in topics, topics
     route = json.loads(cluster.admin("topic-route", "--topic", "plain", "--json").stdout)
     group_a = next(b for b in route["brokerDatas"] if b["brokerName"] == "broker-a")
     queues_a = next(q for q in route["queueDatas"] if q["brokerName"] == "broker-a")

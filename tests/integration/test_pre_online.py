@@ -4,7 +4,10 @@ The acting-master deployment (tests/support/acting_cluster.py).  broker-a's mast
 consumer consumes N messages from the acting slave and acks them; delay messages come due and
 are delivered; the offset diff's pre-online gate runs just before the restart (the dead
 master's file next to the live slave); the master restarts and stays out of routes (and the
-member set) until it synced with its slave -- held there by pausing the slave's container --;
+member set) until it synced with its slave -- held there by pausing the slave's container,
+long enough for the nameserver to expire the paused container's brokers: broker-b's slave,
+restarted with the master, then leads a group without its master on a copy that missed what
+that master did (it must not act) --;
 afterwards a fresh receive by the same group gets none of the N again, the master's offsets
 sum to at least N, no due delay message is delivered twice, and the master holds exactly the
 offsets the diff predicted, key by key.  Lost and duplicated are counted from the client's
@@ -77,8 +80,13 @@ def routed_master(cluster: ActingCluster) -> str | None:
 
 
 def test_a_returning_master_rejoins_without_rolling_anything_back_as_the_gate_predicted(tmp_path):
-    cluster = ActingCluster(tmp_path, broker_keys={"flushConsumerOffsetInterval": 500},
-                            not_active_timeout_ms=5000).start()
+    # The pause below outlasts the nameserver's expiry (10 s: a container restarted on a busy
+    # machine takes seconds, and the master's pre-online must find its paused slave still
+    # registered), so the pre-online deadlines are longer than the pause.
+    cluster = ActingCluster(tmp_path, broker_keys={"flushConsumerOffsetInterval": 500,
+                                                   "preOnlineTransferTimeoutMillis": 60_000,
+                                                   "preOnlineSyncTimeoutMillis": 60_000},
+                            not_active_timeout_ms=10_000).start()
     clients = []
     try:
         cluster.admin("update-topic", "--topic", "plain", "--type", "NORMAL", "--queues", "2", "-b", "broker-a")
@@ -95,12 +103,12 @@ def test_a_returning_master_rejoins_without_rolling_anything_back_as_the_gate_pr
         acting_n = produce(cluster, tmp_path, endpoint, "plain", N, "--normal", "--due-from", "0", "--due-to", "0",
                            "--prefix", "n-", name="producer-n")
         clients.append(delays := consumer(cluster, tmp_path, endpoint, "delay", "gd"))
-        sent_delay = produce(cluster, tmp_path, endpoint, "delay", 30, "--due-from", "10", "--due-to", "70",
+        sent_delay = produce(cluster, tmp_path, endpoint, "delay", 30, "--due-from", "10", "--due-to", "100",
                              name="producer-delay")
         cluster.wait_for(lambda: master_file_sum(cluster) == BEFORE, 10, "the master's offsets on its disk")
 
         cluster.kill(0)
-        cluster.wait_for(lambda: acting_status(cluster, 1, "broker-a"), 20, "broker-a's slave acts")
+        cluster.wait_for(lambda: acting_status(cluster, 1, "broker-a"), 30, "broker-a's slave acts")
         clients.append(late := consumer(cluster, tmp_path, endpoint, "plain", "g"))
         cluster.wait_for(lambda: bodies(received(late)) >= bodies(acting_n)
                          and group_sum(offsets(cluster, 1), "g") == BEFORE + N, 40, "the N consumed and acked on the slave")
@@ -127,11 +135,12 @@ def _check_gate_then_restart(cluster: ActingCluster, tmp_path) -> None:
     os.kill(pause.pid, signal.SIGSTOP)
     try:
         cluster.restart(0)
-        cluster.wait_for(lambda: (pre_online_of(cluster) or {}).get("step") == "OFFER", 10, "pre-online offers itself")
+        cluster.wait_for(lambda: (pre_online_of(cluster) or {}).get("step") == "OFFER", 20, "pre-online offers itself")
         master_address = f"127.0.0.1:{cluster.containers[0].admin_port}"
         assert routed_master(cluster) == cluster.members("broker-a")[1] != master_address  # the slave, read-only
         assert 0 not in cluster.members("broker-a"), "a master in pre-online is in no member set, no route"
         assert not cluster.special_running(0, "broker-a")
+        _check_a_stale_slave_does_not_act(cluster)
     finally:
         os.kill(pause.pid, signal.SIGCONT)
     cluster.wait_for(lambda: (pre_online_of(cluster) or {}).get("step") == "ONLINE", 30, "pre-online done")
@@ -141,6 +150,25 @@ def _check_gate_then_restart(cluster: ActingCluster, tmp_path) -> None:
     assert held == {key: value for key, value in prediction.items() if value is not None}, (held, prediction)
     assert group_sum(held, "g") == BEFORE + N >= N
     cluster.wait_for(lambda: 0 in cluster.members("broker-a"), 10, "the master registered once synced")
+
+
+def acting_reason(cluster: ActingCluster, index: int, broker: str) -> str | None:
+    status = cluster.broker_status(index, broker)
+    return ((status or {}).get("actingMaster") or {}).get("reason")
+
+
+def _check_a_stale_slave_does_not_act(cluster: ActingCluster) -> None:
+    """Issue 24 defect 2, made certain: the pause outlasts the nameserver's expiry, so broker-b's
+    master (in the paused container) leaves its group, and broker-b's slave -- restarted with
+    container 0, its copy short of what its master delivered while it was down -- is the group's
+    smallest live member.  Its copy was never shown caught up: it must not act (it escaped
+    delay messages its master had delivered, into broker-a's master still in pre-online: 14 of
+    30 twice)."""
+    cluster.wait_for(lambda: (members := cluster.members("broker-b")) and 0 not in members and 1 in members, 30,
+                     "broker-b's paused master expired, its restarted slave registered")
+    cluster.wait_for(lambda: acting_reason(cluster, 0, "broker-b") == "COPY_NOT_CAUGHT_UP", 5,
+                     "broker-b's restarted slave decides on the view without its master")
+    assert not cluster.special_running(0, "broker-b")
 
 
 def _check_after_the_rejoin(cluster, tmp_path, endpoint, consumed, sent_delay, delay_clients, clients) -> None:

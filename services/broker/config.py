@@ -103,7 +103,8 @@ class BrokerConfig:
         doc="an escape re-reads the topic's route from the nameserver when its copy is older than this (ours)")
     escape_exclude_ms: int = config_field(
         "escapeExcludeMillis", 10_000, minimum=100, maximum=600_000, unit="ms",
-        doc="a master that did not answer an escape is not chosen again for this long (upstream #7923) (ours)")
+        doc="another container's master that did not answer an escape is not chosen again for this long "
+            "(upstream #7923); one in the same container only until escapeRetryIntervalMillis (ours)")
     escape_retry_interval_ms: int = config_field(
         "escapeRetryIntervalMillis", 1_000, minimum=10, maximum=60_000, unit="ms",
         doc="after an escape found no target or failed, the same message is tried again after this (ours)")

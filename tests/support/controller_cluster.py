@@ -75,6 +75,22 @@ class ControllerModeCluster:
         self.controller_processes: list[subprocess.Popen | None] = []
         self.namesrv_process: subprocess.Popen | None = None
         self.containers: list[ContainerProcess] = []
+        self.secret_file = self._cluster_secret() if self.host != "127.0.0.1" else None
+
+    def _cluster_secret(self) -> Path:
+        """Beyond loopback (bench/chaos_env's namespaces) internal ports need the cluster
+        credential (docs/security.md): one secret for every member, and for this process and
+        the admin commands it runs (RELAYMQ_CLUSTER_SECRET_FILE)."""
+        from services import cluster_auth
+
+        path = self.workdir / "cluster.secret"
+        path.write_text(os.urandom(24).hex() + "\n")
+        os.environ[cluster_auth.SECRET_FILE_ENV] = str(path)
+        cluster_auth.install_from_file(str(path))
+        return path
+
+    def _secret_line(self) -> str:
+        return f'clusterAuthenticationSecretFile = "{self.secret_file}"\n' if self.secret_file else ""
 
     # --- processes -------------------------------------------------------------------------------
     @property
@@ -89,7 +105,8 @@ class ControllerModeCluster:
                 f'controllerDLegerSelfId = "n{index}"\ncontrollerStorePath = "{self.workdir / f"controller-n{index}"}"\n')
 
     def start_controllers(self) -> None:
-        text = f'listenPort = {self.namesrv_port}\nbindAddress = "{self.host}"\nscanNotActiveBrokerInterval = 1000\n'
+        text = (f'listenPort = {self.namesrv_port}\nbindAddress = "{self.host}"\nscanNotActiveBrokerInterval = 1000\n'
+                + self._secret_line())
         if self.controller_count == 1:
             text += "enableControllerInNamesrv = true\n" + self._controller_text(0)
         path = self.workdir / "namesrv.toml"
@@ -101,7 +118,7 @@ class ControllerModeCluster:
 
     def start_controller(self, index: int) -> subprocess.Popen:
         path = self.workdir / f"controller-n{index}.toml"
-        path.write_text(self._controller_text(index))
+        path.write_text(self._controller_text(index) + self._secret_line())
         return _spawn(["controller", "-c", str(path)], self.workdir / f"controller-n{index}.log", b"ready")
 
     def _broker(self, container: int, name: str) -> dict:
@@ -119,7 +136,8 @@ class ControllerModeCluster:
             container = ContainerProcess(self.workdir / f"container-{index + 1}",
                                          brokers=[self._broker(index, name) for name in BROKERS],
                                          embedded_namesrv=False, namesrv_port=self.namesrv_port,
-                                         extra={"brokerHeartbeatInterval": 200, **self.container_keys[index]},
+                                         extra={"brokerHeartbeatInterval": 200, **self._secret_key(),
+                                                **self.container_keys[index]},
                                          host=self.network.container_ip(index), namesrv_host=self.host)
             self.containers.append(container)
         for container in self.containers:  # started together: priorities pick the first masters
@@ -127,6 +145,9 @@ class ControllerModeCluster:
         processes = [self._launch(c) for c in self.containers]
         for container, process in zip(self.containers, processes):
             container.process = process
+
+    def _secret_key(self) -> dict:
+        return {"clusterAuthenticationSecretFile": str(self.secret_file)} if self.secret_file else {}
 
     def _launch(self, container: ContainerProcess) -> subprocess.Popen:
         container.log_path = container.data_dir / "container.log"

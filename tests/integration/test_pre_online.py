@@ -80,13 +80,13 @@ def routed_master(cluster: ActingCluster) -> str | None:
 
 
 def test_a_returning_master_rejoins_without_rolling_anything_back_as_the_gate_predicted(tmp_path):
-    # The pause below outlasts the nameserver's expiry (10 s: a container restarted on a busy
-    # machine takes seconds, and the master's pre-online must find its paused slave still
+    # The pause below outlasts the nameserver's expiry (15 s: a container restarted on a busy
+    # machine took over 10 s, and the master's pre-online must find its paused slave still
     # registered), so the pre-online deadlines are longer than the pause.
     cluster = ActingCluster(tmp_path, broker_keys={"flushConsumerOffsetInterval": 500,
                                                    "preOnlineTransferTimeoutMillis": 60_000,
                                                    "preOnlineSyncTimeoutMillis": 60_000},
-                            not_active_timeout_ms=10_000).start()
+                            not_active_timeout_ms=15_000).start()
     clients = []
     try:
         cluster.admin("update-topic", "--topic", "plain", "--type", "NORMAL", "--queues", "2", "-b", "broker-a")
@@ -108,7 +108,7 @@ def test_a_returning_master_rejoins_without_rolling_anything_back_as_the_gate_pr
         cluster.wait_for(lambda: master_file_sum(cluster) == BEFORE, 10, "the master's offsets on its disk")
 
         cluster.kill(0)
-        cluster.wait_for(lambda: acting_status(cluster, 1, "broker-a"), 30, "broker-a's slave acts")
+        cluster.wait_for(lambda: acting_status(cluster, 1, "broker-a"), 40, "broker-a's slave acts")
         clients.append(late := consumer(cluster, tmp_path, endpoint, "plain", "g"))
         cluster.wait_for(lambda: bodies(received(late)) >= bodies(acting_n)
                          and group_sum(offsets(cluster, 1), "g") == BEFORE + N, 40, "the N consumed and acked on the slave")
@@ -137,8 +137,9 @@ def _check_gate_then_restart(cluster: ActingCluster, tmp_path) -> None:
         cluster.restart(0)
         cluster.wait_for(lambda: (pre_online_of(cluster) or {}).get("step") == "OFFER", 20, "pre-online offers itself")
         master_address = f"127.0.0.1:{cluster.containers[0].admin_port}"
-        assert routed_master(cluster) == cluster.members("broker-a")[1] != master_address  # the slave, read-only
-        assert 0 not in cluster.members("broker-a"), "a master in pre-online is in no member set, no route"
+        routed, members = routed_master(cluster), cluster.members("broker-a")
+        assert routed != master_address and routed in (members.get(1), None)  # the slave, read-only, or none
+        assert 0 not in members, "a master in pre-online is in no member set, no route"  # (the paused slave may expire)
         assert not cluster.special_running(0, "broker-a")
         _check_a_stale_slave_does_not_act(cluster)
     finally:
@@ -164,7 +165,7 @@ def _check_a_stale_slave_does_not_act(cluster: ActingCluster) -> None:
     smallest live member.  Its copy was never shown caught up: it must not act (it escaped
     delay messages its master had delivered, into broker-a's master still in pre-online: 14 of
     30 twice)."""
-    cluster.wait_for(lambda: (members := cluster.members("broker-b")) and 0 not in members and 1 in members, 30,
+    cluster.wait_for(lambda: (members := cluster.members("broker-b")) and 0 not in members and 1 in members, 40,
                      "broker-b's paused master expired, its restarted slave registered")
     cluster.wait_for(lambda: acting_reason(cluster, 0, "broker-b") == "COPY_NOT_CAUGHT_UP", 5,
                      "broker-b's restarted slave decides on the view without its master")

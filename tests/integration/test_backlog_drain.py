@@ -10,7 +10,6 @@ every acknowledged message received, none twice, FIFO order per message group, a
 that waited out a long poll while messages were still to come."""
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 from pathlib import Path
 

@@ -43,3 +43,30 @@ def test_defaults():
     assert bind(ContainerConfig, {}, "c").bad_request_log_interval_ms == 10_000
     assert namesrv_config({}, "n").metrics_port == 0
     assert controller_config(PEERS, "ctl").max_message_bytes == 4 << 20
+
+
+@pytest.mark.parametrize("key, value", [
+    ("receiveBacklogProbeIntervalMillis", -1), ("receiveBacklogProbeIntervalMillis", 60_001),
+    ("receiveBacklogFreshMillis", 0), ("brokerEndpointMaxConnectionAgeMillis", -1),
+    ("brokerEndpointMaxConnectionAgeGraceMillis", "soon"),
+])
+def test_issue_23_messaging_keys(key, value):
+    from services.messaging.config import MessagingConfig
+    with pytest.raises(ConfigError) as refused:
+        bind(MessagingConfig, {key: value}, "c.toml")
+    assert refused.value.key == key
+
+
+def test_a_backlog_answer_must_be_trusted_at_least_one_probe_interval():
+    from services.messaging.config import MessagingConfig
+    with pytest.raises(ConfigError) as refused:
+        bind(MessagingConfig, {"receiveBacklogProbeIntervalMillis": 2000, "receiveBacklogFreshMillis": 1000}, "c.toml")
+    assert refused.value.key == "receiveBacklogFreshMillis"
+
+
+@pytest.mark.parametrize("value", [-1, 17 << 20, "big"])
+def test_ha_inline_write_max_bytes_is_bounded(value):
+    from ha.replication.config import HaConfig
+    with pytest.raises(ConfigError) as refused:
+        bind(HaConfig, {"haInlineWriteMaxBytes": value}, "b.toml")
+    assert refused.value.key == "haInlineWriteMaxBytes"

@@ -14,6 +14,12 @@ Rules:
   once its epoch is open, its master core runs and ``AllowPuts`` is done; a deposed master
   stops at the decision, before any effect ran.  One Ready at a time: a new input while
   effects are outstanding is a bug.
+* The node also holds the replica's serving facts (:class:`ha.role.serving.ServingFacts`:
+  acting for an absent master, in pre-online, hand-over done), set by the drivers that learn
+  them (:meth:`set_serving`), and answers every serving question from them and its role:
+  :meth:`refusal` (may this replica serve this kind of call now; the broker asks nothing
+  else), :attr:`serves_clients` (pop calls, transaction resolutions) and :meth:`read_limit`
+  (how far consumers read; the one place it is decided).
 * Every role change is checked against :data:`TRANSITIONS`; an illegal one is an
   assertion (h11 and etcd refuse an illegal transition loudly).
 * The orders, and why:
@@ -41,6 +47,7 @@ from typing import Union
 from ha.role.decisions import (AdoptSyncStateSet, BecomeMaster, BecomeSlave, Elect, GroupView, Ignore, IgnoreReason,
                                LocalRole, RenewEpoch, Role, RoleDecision, after, decide)
 from ha.role.fence import PauseFence
+from ha.role.serving import Call, Refusal, ServingFacts, read_limit, refusal
 
 
 # --- effects, in the order a Ready lists them ---------------------------------------------------
@@ -154,12 +161,6 @@ TRANSITIONS: frozenset[tuple[Role, Role]] = frozenset({
 })
 
 
-class WriteRefusal(str, Enum):
-    NOT_MASTER = "NOT_MASTER"
-    IN_TRANSITION = "IN_TRANSITION"
-    PAUSED = "PAUSED"
-
-
 class ReplicaNode:
     def __init__(self, own_id: int, file_epoch: int, fence: PauseFence | None = None):
         """``own_id``: the replica's id (0 until the controller gave one); ``file_epoch``: the
@@ -169,6 +170,7 @@ class ReplicaNode:
         self.fence = fence
         self.live = Live.NONE
         self.puts_allowed = False
+        self.serving = ServingFacts()
         self._pending: list[Effect] = []
 
     @property
@@ -231,16 +233,42 @@ class ReplicaNode:
         self._pending.clear()
         self.puts_allowed = False
 
+    def set_serving(self, *, acting: bool | None = None, pre_online: bool | None = None,
+                    handed_over: bool | None = None) -> bool:
+        """A serving fact changed (the special-service decision, the pre-online driver); True
+        when any did (the driver then moves the read limit and wakes held calls)."""
+        facts = self.serving
+        new = ServingFacts(facts.acting if acting is None else acting,
+                           facts.pre_online if pre_online is None else pre_online,
+                           facts.handed_over if handed_over is None else handed_over)
+        assert not (new.acting and self.local.role is Role.MASTER), "a master never acts"
+        self.serving = new
+        return new != facts
+
     # --- questions -------------------------------------------------------------------------------
-    def write_refusal(self, now_ms: int) -> WriteRefusal | None:
-        """None when this replica may take a write now."""
+    def write_refusal(self, now_ms: int) -> Refusal | None:
+        """None when this replica may take a write now (NOT_MASTER, IN_TRANSITION or PAUSED otherwise)."""
         if self.local.role is not Role.MASTER:
-            return WriteRefusal.NOT_MASTER
+            return Refusal.NOT_MASTER
         if not self.puts_allowed or self.live is not Live.MASTER:
-            return WriteRefusal.IN_TRANSITION
+            return Refusal.IN_TRANSITION
         if self.fence is not None and not self.fence.writable(now_ms):
-            return WriteRefusal.PAUSED
+            return Refusal.PAUSED
         return None
+
+    def refusal(self, call: Call, now_ms: int) -> Refusal | None:
+        """None when this replica may serve ``call`` now (ha.role.serving's table)."""
+        return refusal(call, self.write_refusal(now_ms), self.serving)
+
+    @property
+    def serves_clients(self) -> bool:
+        """A master that takes writes, or a slave acting for its absent master: it serves pop calls."""
+        return self.serving.acting or (self.local.role is Role.MASTER and self.puts_allowed)
+
+    def read_limit(self, confirm_offset: int, master_alone: bool) -> int | None:
+        """How far consumers read: ``master_alone``: the live master core's SyncStateSet is itself."""
+        return read_limit(confirm_offset, acting=self.serving.acting,
+                          master_alone=master_alone and self.live is Live.MASTER)
 
     # --- the orders ------------------------------------------------------------------------------
     def _begin(self, new: LocalRole, ready: Ready) -> Ready:

@@ -2,13 +2,12 @@
 special state over to a returning master, and that master adopting it (RIP-32).
 
 Rules:
-- Starting to act: the slave reads its whole copy (a slave's reads stop at the confirm offset
-  its master last sent; its master is gone and the slave's log is what the group has), and
-  the timer, transaction and pop services switch to their acting paths (escape, journal),
-  each opening a new state version.
+- Starting to act: the timer, transaction and pop services switch to their acting paths
+  (escape, journal), each opening a new state version.  (The broker then tells its replica
+  node it acts: reads go to the end of the copy, ``ha.role.serving``.)
 - Stopping: every acting path is switched back and its state written (the pop journal is
-  cleared only after the snapshot that holds its records), the FIFO leases it held are
-  released, and reads stop at the confirm offset again.
+  cleared only after the snapshot that holds its records), and the FIFO leases it held are
+  released.
 - Hand-over (a member asked by its returning master): the member notes the time, so no
   member view learned before it lets it act again (the master's registration may not have
   reached the nameserver yet), stops acting (runs in progress finish first), and answers with
@@ -40,7 +39,6 @@ class HandOverState:
 def start_acting(broker) -> None:
     bridge = broker.acting.bridge
     assert bridge is not None, "an acting-enabled broker is given an escape bridge"
-    broker.store.set_read_limit(None)
     broker.timer.start_acting(bridge)
     broker.transactions.start_acting(bridge)
     broker.pop.start_acting(bridge)
@@ -52,7 +50,6 @@ def stop_acting(broker) -> None:
     broker.transactions.stop_acting()
     broker.pop.stop_acting()
     broker.fifo_locks.release_own()
-    broker.store.set_read_limit(broker.store.confirm_offset)
 
 
 async def hand_over(broker) -> HandOverState:

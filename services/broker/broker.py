@@ -7,9 +7,11 @@ Rules:
   transaction check, store retention).  ``stop`` stops the tasks, then persists everything;
   the container calls ``store.shutdown()`` afterwards.
 - The role is the replication's (``services.ha.replica.BrokerReplica``; without one, the
-  configured ``brokerRole`` with nothing replicated), and it may change at runtime: only a
-  MASTER takes client calls; a SLAVE or FENCED broker answers reads only (every mutating
-  client call and an admin offset write is refused).  A master in pre-online
+  configured ``brokerRole`` with nothing replicated), and it may change at runtime.  Whether
+  a call is served is asked of the replica's node alone (``ReplicaNode.refusal``, the table
+  in ``ha.role.serving``): only a MASTER takes client calls; a SLAVE or FENCED broker answers
+  reads only (every mutating client call and an admin offset write is refused).  This broker
+  tells the node its serving facts (acting, pre-online, hand-over done) as they change.  A master in pre-online
   (``services.ha.pre_online``) holds pop calls and runs no special service until it took its
   group's tables back.  The special services (timer, pop
   revive, transaction check) run as ``ha.acting.special_services`` decides -- exactly while
@@ -30,6 +32,9 @@ import logging
 from typing import Mapping, Sequence
 
 from ha.acting.special_services import Reason, ReplicaFacts, SpecialServices, decide_special_services
+from ha.role.decisions import Role
+from ha.role.replica_node import ReplicaNode
+from ha.role.serving import Call, Refusal
 from metadata.consumer_offsets import ConsumerOffsetTable
 from metadata.data_version import DataVersion
 from metadata.names import retry_topic
@@ -62,13 +67,19 @@ from services.broker.transaction_service import TransactionService
 log = logging.getLogger(__name__)
 
 
-class _Unreplicated:
+class Unreplicated:
     """The replication of a broker that has none: its configured role, no waits, no status."""
 
     def __init__(self, config: BrokerConfig):
         self.is_master, self.broker_id = config.is_master, config.broker_id
+        self.node = ReplicaNode(config.broker_id, 0)
+        for effect in self.node.configure(Role.MASTER if config.is_master else Role.SLAVE).effects:
+            self.node.done(effect)  # nothing to start: no replication
 
-    def check_writable(self) -> None:
+    def set_serving(self, **facts: bool) -> None:
+        self.node.set_serving(**facts)
+
+    def check_replicas(self) -> None:
         pass
 
     def metadata_changed(self) -> None:
@@ -93,23 +104,22 @@ class Broker:
         self.fifo_locks = fifo_locks or FifoLocks(config.broker_name, lambda: config.broker_id, config, 1, clock, dict)
         self.name, self.cluster = config.broker_name, config.broker_cluster_name
         config_dir = store.config.store_path_root_dir / "config"
-        self.replication = replication if replication is not None else _Unreplicated(config)
+        self.replication = replication if replication is not None else Unreplicated(config)
         self.topics = TopicManager(config, config_dir, on_change=self.replication.metadata_changed)
         self.groups = GroupManager(config_dir, on_change=self.replication.metadata_changed)
         self.notifier = AppendNotifier()
         self.pop = PopService(config, store, clock, self.topics, self.groups, self.notifier, config_dir)
         self.pop.fifo_gate = self.fifo_locks
-        self.pop.serving = lambda: self.replication.is_master or self._acting_now
+        self.pop.serving = lambda: self.node.serves_clients
         self.timer = TimerService(config, store, clock, config_dir)
         self.transactions = TransactionService(config, store, clock, transaction_sink, config_dir)
         self.sender = SendService(config, store, clock, self.topics, self.timer, self.transactions)
         self.tasks = PeriodicTasks(f"broker {config.broker_name}")
         self.special = PeriodicTasks(f"broker {config.broker_name} special services")
         self._special_running = False
-        self._acting_now = False
         self._role_lock = asyncio.Lock()
-        self._handed_over = asyncio.Event()
-        self.pre_online = None  # services.ha.pre_online.PreOnlineDriver of a master that needs it
+        self._handed_over = asyncio.Event()  # wakes pop calls held for the hand-over (the fact is the node's)
+        self._pre_online = None
         self.started_ms = 0
 
     @property
@@ -117,9 +127,28 @@ class Broker:
         return self.replication.broker_id
 
     @property
+    def node(self) -> ReplicaNode:
+        """The replica's core: role, fence and serving facts (what every call is checked against)."""
+        return self.replication.node
+
+    @property
+    def pre_online(self):
+        """The :class:`services.ha.pre_online.PreOnlineDriver` of a master that needs one, or None."""
+        return self._pre_online
+
+    @pre_online.setter
+    def pre_online(self, driver) -> None:
+        self._pre_online = driver
+        self.replication.set_serving(pre_online=driver is not None and not driver.done)
+
+    def went_online(self) -> None:
+        """The pre-online driver took the group's tables back: this master serves as one."""
+        self.replication.set_serving(pre_online=False)
+
+    @property
     def pre_online_pending(self) -> bool:
         """A master that has not taken its group's tables back yet (``ha.role.pre_online``)."""
-        return self.pre_online is not None and not self.pre_online.done
+        return self.node.serving.pre_online
 
     # ---- lifecycle ----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -164,11 +193,12 @@ class Broker:
             if decision.reason is not self.acting.reason:
                 log.info("broker %s-%d: special services: %s", self.name, self.config.broker_id, decision.reason.value)
             self.acting.reason = decision.reason
-            if self._special_running and (not decision.run or decision.acting != self._acting_now):
+            if self._special_running and (not decision.run or decision.acting != self.is_acting):
                 await self._stop_special()
             if decision.run and not self._special_running:
                 self._start_special(decision.acting)
             if decision.reason not in (Reason.AWAITING_HANDOVER, Reason.PRE_ONLINE):
+                self.replication.set_serving(handed_over=True)
                 self._handed_over.set()
 
     def _start_special(self, acting: bool) -> None:
@@ -177,29 +207,22 @@ class Broker:
         self.transactions.catch_up()
         if acting:
             start_acting(self)
-        self._special_running, self._acting_now = True, acting
+            self.replication.set_serving(acting=True)  # reads go to the end of the log; held calls wake
+        self._special_running = True
         self.special.start()
-        if acting:
-            self._serving_changed()
         log.info("broker %s: special services (timer, revive, transaction check) started%s", self.name,
                  " as the acting master: writes escape to live masters" if acting else "")
 
     async def _stop_special(self) -> None:
         self._special_running = False
         await self.special.stop(finish_runs=True)  # an escape and its resolution are never cut apart
-        if self._acting_now:
-            self._acting_now = False
+        if self.is_acting:
             stop_acting(self)
-            self._serving_changed()
+            self.replication.set_serving(acting=False)  # reads stop at the confirm offset again
             self.notifier.wake_all()  # long polls waiting here end (they may not deliver from a plain slave)
         await self.catch_up_in_steps()  # a step-down rebuilds from the log: not in one stall
         self.persist()
         log.info("broker %s: special services stopped", self.name)
-
-    def _serving_changed(self) -> None:
-        notify = getattr(self.replication, "notify_changed", None)
-        if notify is not None:
-            notify()
 
     @property
     def special_services_running(self) -> bool:
@@ -208,7 +231,7 @@ class Broker:
     @property
     def is_acting(self) -> bool:
         """A slave running its group's special services (serving receives, escaping writes)."""
-        return self._acting_now
+        return self.node.serving.acting
 
     def open_state_version(self, state_version: int) -> None:
         """Controller mode, a new master: every versioned table it may advance (consumer offsets,
@@ -261,32 +284,51 @@ class Broker:
         await self.tasks.stop()
         self.persist()
 
-    def _writable(self) -> None:
-        if not self.replication.is_master:
-            if self._acting_now:
-                raise RequestRejected(Code.FORBIDDEN, f"broker {self.name}-{self.config.broker_id} is a slave acting for "
-                                      "its absent master: it serves reads and receives only, not writes; send to "
-                                      "another broker of the topic")
-            raise RequestRejected(Code.FORBIDDEN, f"broker {self.name}-{self.broker_id} is a {self.role.lower()}")
+    def _serves(self, call: Call) -> None:
+        """Raise the refusal the node gives for ``call`` now (ha.role.serving), if any."""
+        refusal = self.node.refusal(call, self.clock.monotonic_ms())
+        if refusal is not None:
+            raise self._rejected(refusal, call)
+
+    def _rejected(self, refusal: Refusal, call: Call) -> RequestRejected:
+        who = f"broker {self.name}-{self.broker_id}"
+        if refusal is Refusal.ACTING_READS_ONLY:
+            return RequestRejected(Code.FORBIDDEN, f"broker {self.name}-{self.config.broker_id} is a slave acting for "
+                                   "its absent master: it serves reads and receives only, not writes; send to "
+                                   "another broker of the topic")
+        if refusal is Refusal.PAUSED:
+            return RequestRejected(Code.HA_NOT_AVAILABLE, f"broker {self.name}: confirming with the controller that "
+                                   "it is still master after a pause")
+        if refusal is Refusal.AWAITING_HANDOVER:
+            return RequestRejected(Code.HA_NOT_AVAILABLE, f"broker {self.name}: taking the special state back from "
+                                   "the slave that acted while it was away")
+        if refusal is Refusal.PRE_ONLINE:
+            if call is Call.ESCAPE_PUT:  # the bridge tries another master, or waits (issue 24 defect 2)
+                return RequestRejected(Code.HA_NOT_AVAILABLE, f"broker {self.name} is in pre-online: it takes no "
+                                       "escaped messages until it is online")
+            if call is Call.TABLES:
+                return RequestRejected(Code.PRECONDITION_FAILED, f"broker {self.name} is in pre-online: its tables "
+                                       "are not the group's yet; sync again once it is online")
+            return RequestRejected(Code.PRECONDITION_FAILED, f"broker {self.name} is in pre-online: it takes its "
+                                   "group's offsets back from its slaves first; write again once it is online")
+        return RequestRejected(Code.FORBIDDEN, f"{who} is a {self.role.lower()}")  # NOT_MASTER, IN_TRANSITION
 
     async def _pop_servable(self) -> None:
-        """Pop calls: a master (once its hand-over is done) or an acting slave."""
+        """Pop calls: a master (once its hand-over is done, waited for at most
+        ``handoverTimeoutMillis``) or an acting slave."""
         if self.pop.rebuilding:  # promoted during a rebuild in steps: no call sees a partial table
             self.pop.catch_up()
-        if self._acting_now:
-            return
-        self._writable()
-        if not self._handed_over.is_set():
+        if self.node.refusal(Call.POP, self.clock.monotonic_ms()) is Refusal.AWAITING_HANDOVER:
             try:
                 await asyncio.wait_for(asyncio.shield(self._handed_over.wait()), self.config.handover_timeout_ms / 1000)
             except asyncio.TimeoutError:
-                raise RequestRejected(Code.HA_NOT_AVAILABLE, f"broker {self.name}: taking the special state back from "
-                                      "the slave that acted while it was away") from None
+                pass
+        self._serves(Call.POP)
 
     # ---- BrokerApi ----------------------------------------------------------------------------
     async def send(self, items: Sequence[SendItem]) -> list[SendOutcome]:
-        self._writable()
-        self.replication.check_writable()
+        self._serves(Call.WRITE)
+        self.replication.check_replicas()
         outcomes = await self.sender.send(items)
         await self._replicated()
         return outcomes
@@ -297,20 +339,20 @@ class Broker:
 
     async def end_transaction(self, topic: str, message_id: str, transaction_id: str, commit: bool, from_check: bool) -> None:
         """A resolution; an acting slave resolves its own halves too (a commit escapes the message)."""
-        if self._acting_now:
+        self._serves(Call.RESOLVE)
+        if self.is_acting:
             await self.transactions.end(topic, message_id, transaction_id, commit)
             return
-        self._writable()
         await self.transactions.end(topic, message_id, transaction_id, commit)
         if commit:
             await self._replicated()
 
     def holds_transaction(self, topic: str, message_id: str, transaction_id: str) -> bool:
         """This broker can resolve the half ``transaction_id`` names: it is master or acting and has it."""
-        return (self.replication.is_master or self._acting_now) and self.transactions.holds(topic, message_id, transaction_id)
+        return self.node.serves_clients and self.transactions.holds(topic, message_id, transaction_id)
 
     async def recall(self, topic: str, recall_handle: str) -> str:
-        self._writable()
+        self._serves(Call.WRITE)
         return await self.timer.recall(topic, recall_handle)
 
     async def receive(self, request: ReceiveRequest) -> list[Delivery]:
@@ -349,24 +391,20 @@ class Broker:
         take acks its successor never sees (found by bench/chaos.py: a consumer offset rolled
         back, messages delivered twice at attempt 1).  An acting slave's records are in its
         fsynced pop journal, outside the commit log: nothing to wait for."""
-        if not self._acting_now:
+        if not self.is_acting:
             await self._replicated()
 
     async def escape_put(self, items: Sequence[EscapedItem]) -> list[EscapedPlace]:
         """Store what another group's acting slave escaped here (services.broker.escape_put); not
         while in pre-online (issue 24 defect 2: the bridge then tries another master, or waits)."""
-        self._writable()
-        if self.pre_online_pending:
-            raise RequestRejected(Code.HA_NOT_AVAILABLE, f"broker {self.name} is in pre-online: it takes no escaped "
-                                  "messages until it is online")
-        self.replication.check_writable()
+        self._serves(Call.ESCAPE_PUT)
+        self.replication.check_replicas()
         return await escape_put(self, items)
 
     async def query_offset(self, topic: str, queue_id: int, policy: str, timestamp_ms: int | None) -> int:
         """BEGINNING: the queue's min offset; END: its max; TIMESTAMP: the first message stored at
         or after ``timestamp_ms``.  A master's read, answered by an acting slave too."""
-        if not self._acting_now:
-            self._writable()
+        self._serves(Call.READ)
         config = self.topics.get(topic)
         if config is None and topic not in self.store.queues():
             raise RequestRejected(Code.TOPIC_NOT_FOUND, f"topic {topic} does not exist on broker {self.name}")
@@ -459,10 +497,7 @@ class Broker:
     def _offsets_writable(self) -> None:
         """An operator's offset write or reset: a master, and not in pre-online (the tables it
         takes back from its slaves would override the write)."""
-        self._writable()
-        if self.pre_online_pending:
-            raise RequestRejected(Code.PRECONDITION_FAILED, f"broker {self.name} is in pre-online: it takes its "
-                                  "group's offsets back from its slaves first; write again once it is online")
+        self._serves(Call.OFFSET_WRITE)
 
     async def write_consumer_offsets(self, expected: DataVersion, offsets: Sequence[QueueOffset]) -> OffsetWriteDecision:
         self._offsets_writable()
@@ -472,9 +507,7 @@ class Broker:
         """The tables a slave syncs from its master; refused while this master is in pre-online:
         its tables may be older than the slave's, which it is about to take back (a slave that
         copied them first would hand the stale copy back: upstream #1094's rollback)."""
-        if self.pre_online_pending:
-            raise RequestRejected(Code.PRECONDITION_FAILED, f"broker {self.name} is in pre-online: its tables are not "
-                                  "the group's yet; sync again once it is online")
+        self._serves(Call.TABLES)
         return snapshot_replica_metadata(self)
 
     async def reset_consumer_offsets(self, group: str, topic: str, timestamp_ms: int | None) -> list[tuple[int, int, int]]:
@@ -513,7 +546,7 @@ class Broker:
         messages = sum(self.store.max_offset(t, q) - self.store.min_offset(t, q) for t, ids in queues.items() for q in ids)
         return {"brokerName": self.name, "brokerId": self.broker_id, "cluster": self.cluster, "role": self.role,
                 "brokerRole": self.config.broker_role.value, "uptimeMs": self.clock.now_ms() - self.started_ms,
-                "specialServicesRunning": self._special_running, "acting": self._acting_now,
+                "specialServicesRunning": self._special_running, "acting": self.is_acting,
                 "actingMaster": self.acting.status(),
                 **({"preOnline": self.pre_online.status()} if self.pre_online is not None else {}),
                 "storeSizeBytes": self.store.disk_usage_bytes(), "messageCount": messages,

@@ -6,15 +6,17 @@ Rules:
   the SyncStateSet, put waits and the confirm offset.  This driver keeps only the transport
   (one stream per slave connection), the reads that fill batches, and one timer that sleeps
   until the core's ``next_deadline_ms()``.  It carries out each output in its order:
-  persist the confirm offset and move the store's read limit, propose the SyncStateSet
+  persist the confirm offset and report it (the read limit), propose the SyncStateSet
   (``propose``: the controller's AlterSyncStateSet; without a controller the core applies
   it itself), complete and fail put waits, close and wake streams.
 * Batches go out as soon as bytes are written to the commit log (before the master's own
   fdatasync), one epoch per batch, at most ``haTransferBatchSize`` bytes; the stream's flow
   control paces a slow slave.  An idle stream carries a heartbeat every
   ``haSendHeartbeatInterval`` (the core's deadline wakes it).
-* Consumers read up to the store's read limit: nothing while the set is only the master,
-  the confirm offset otherwise (kept in the checkpoint, never going back).
+* Consumers read up to the store's read limit, which this driver reports but does not decide:
+  after every output it calls ``on_reads(confirm offset, alone in the set)`` and the replica
+  moves the limit as its node says (``ha.role.serving.read_limit``: no limit while the set
+  is only the master, the confirm offset otherwise; kept in the checkpoint, never going back).
 * SYNC_MASTER: :meth:`check_writable` refuses a put at once when too few replicas are in
   sync (HA_NOT_AVAILABLE); :meth:`wait_replicated` waits for the needed acks until the core
   times the wait out after ``slaveTimeout`` (SLAVE_PERSISTENCE_TIMEOUT: the message stays in
@@ -39,6 +41,7 @@ from ha.replication.master_group import GroupSettings, MasterGroup, MasterGroupO
 from ha.replication.messages import SlaveAck, SlaveHandshake
 from ha.replication.quorum import QuorumRejection, WaitForAcks
 from ha.replication.transfer import BatchPlan
+from ha.role.serving import read_limit
 from metadata.status import Code, RequestRejected
 from scheduler.clock import Clock
 from services.ha.converters import batch_to_proto, decode_slave_frame, master_handshake_to_proto, queue_offset_total
@@ -47,6 +50,7 @@ from store.config import FlushDiskType
 from store.replica_index import IndexCursor
 
 log = logging.getLogger(__name__)
+ReadsChanged = Callable[[int, bool], None]
 MASTER_ID = 0
 NON_CONTROLLER_EPOCH = 1   # without a controller the master never changes: one epoch
 
@@ -69,8 +73,10 @@ class SlaveStream:
 class ReplicationMaster:
     def __init__(self, name: str, store, config: HaConfig, clock: Clock, *, self_id: int = MASTER_ID,
                  propose: Propose | None = None, sync_state_set: frozenset[int] = frozenset(),
-                 sync_state_set_epoch: int = 0, on_confirm: Callable[[], None] = lambda: None):
-        """``propose`` given: controller mode (the set changes only through the controller)."""
+                 sync_state_set_epoch: int = 0, on_reads: ReadsChanged | None = None):
+        """``propose`` given: controller mode (the set changes only through the controller);
+        ``on_reads(confirm_offset, alone)`` after every output: the replica moves the store's
+        read limit (None: this master's own, ``ha.role.serving.read_limit``)."""
         self.name, self.store, self.config, self.clock = name, store, config, clock
         self.self_id = self_id
         self._propose = propose
@@ -78,7 +84,7 @@ class ReplicationMaster:
                                  sync_state_set_epoch, store.confirm_offset, clock.monotonic_ms())
         self.streams: dict[int, SlaveStream] = {}
         self._futures: dict[int, asyncio.Future] = {}
-        self._on_confirm = on_confirm
+        self._on_reads = on_reads or self._limit_own_reads
         self._timer_wake = asyncio.Event()
         self._timer_at: int | None = None  # the deadline the timer sleeps until (None: no deadline)
         self._timer: asyncio.Task | None = None
@@ -122,8 +128,14 @@ class ReplicationMaster:
         return self.group.visible_offset(self.log())
 
     def _limit_reads(self) -> None:
-        alone = self.group.sync_state_set == frozenset({self.self_id})
-        self.store.set_read_limit(None if alone else self.group.tracker.confirm_offset)
+        self._on_reads(self.group.tracker.confirm_offset, self.group.sync_state_set == frozenset({self.self_id}))
+
+    def _limit_own_reads(self, confirm_offset: int, alone: bool) -> None:
+        self.store.set_read_limit(read_limit(confirm_offset, acting=False, master_alone=alone))
+
+    def read_facts(self) -> tuple[int, bool]:
+        """(confirm offset, alone in the SyncStateSet): what the read limit is decided from."""
+        return self.group.tracker.confirm_offset, self.group.sync_state_set == frozenset({self.self_id})
 
     def transferring_slaves(self) -> frozenset[int]:
         """The slave ids whose open connection is in TRANSFER (it acked once after its handshake)."""
@@ -151,8 +163,6 @@ class ReplicationMaster:
         if out.confirm_offset is not None:
             self.store.set_confirm_offset(out.confirm_offset)
         self._limit_reads()
-        if out.confirm_offset is not None:
-            self._on_confirm()
         if out.propose is not None:
             self._start_proposal(out.propose)
         for request_id in out.acked:

@@ -87,6 +87,7 @@ class PreOnlineDriver:
                  action.online.value, status["attempt"], status["synced"],
                  f"; last failure: {status['lastFailure']}" if status["lastFailure"] else "")
         self.broker.acting.handover_done = True
+        self.broker.went_online()
         await on_online(action.online)
 
     async def _carry_out(self, action: Action, nameserver, client: ActingClient, own_address: str) -> Action:

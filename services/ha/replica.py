@@ -13,9 +13,13 @@ Rules:
 * Outside controller mode the role comes from ``brokerRole`` once (``ReplicaNode.configure``);
   in controller mode the replica starts FENCED and the controller's views switch it at
   runtime, inside the running container (services.replicas.manager feeds them).
-* Writes: :meth:`check_writable` asks the node (a MASTER whose switch is done and whose
-  pause fence allows), then the master core (enough replicas in sync); others refuse with
-  a status the client retries elsewhere.
+* Serving: the broker asks the node whether it may serve a call
+  (``ReplicaNode.refusal``); :meth:`check_replicas` then asks the master core whether
+  enough replicas are in sync for a write.  The serving facts the node decides from are set
+  here (:meth:`set_serving`).
+* The read limit is moved here only (:meth:`_limit_reads`), as the node decides it from the
+  live core's confirm offset and the serving facts: the master and slave cores report their
+  confirm offset, acting starts and stops through :meth:`set_serving`.
 * ``broker_id`` is the id routes show: 0 for a master, the replica's own id otherwise.
 """
 from __future__ import annotations
@@ -29,7 +33,7 @@ from ha.role.decisions import Role
 from ha.role.fence import PauseFence
 from ha.role.replica_node import (AdoptSet, AllowPuts, AskElection, DrainPuts, Effect, FollowRole, InvalidateDerived,
                                   MakeDurable, MoveCopyEpoch, OpenEpoch, Ready, RefusePuts, ReplicaNode, StartCopying,
-                                  StartMasterCore, StopCopying, StopMasterCore, WriteRefusal)
+                                  StartMasterCore, StopCopying, StopMasterCore)
 from metadata.status import Code, RequestRejected
 from scheduler.clock import Clock
 from services.ha.master import MASTER_ID, Propose, ReplicationMaster
@@ -134,18 +138,27 @@ class BrokerReplica:
     def is_master(self) -> bool:
         return self.role is Role.MASTER
 
+    # --- serving ---------------------------------------------------------------------------------
+    def set_serving(self, **facts: bool) -> None:
+        """A serving fact changed (``ReplicaNode.set_serving``): move the read limit, wake held calls."""
+        if self.node.set_serving(**facts):
+            self._limit_reads()
+            self._notify()
+
+    def _limit_reads(self, confirm_offset: int | None = None, master_alone: bool | None = None) -> None:
+        """Consumers read up to what the node says; the live core's facts unless given."""
+        if confirm_offset is None:
+            confirm_offset, master_alone = (self.master.read_facts() if self.master is not None
+                                            else (self.store.confirm_offset, False))
+        self.store.set_read_limit(self.node.read_limit(confirm_offset, bool(master_alone)))
+
     # --- the write path --------------------------------------------------------------------------
-    def check_writable(self) -> None:
-        refusal = self.node.write_refusal(self.clock.monotonic_ms())
-        if refusal is WriteRefusal.PAUSED:
-            raise RequestRejected(Code.HA_NOT_AVAILABLE,
-                                  f"broker {self.name}: confirming with the controller that it is still master "
-                                  "after a pause")
-        if refusal is not None:
-            role = self.role
-            raise RequestRejected(Code.FORBIDDEN if role is Role.SLAVE else Code.HA_NOT_AVAILABLE,
-                                  f"broker {self.name}-{self.own_id} is {role.value.lower()}, not master")
-        self.master.check_writable()
+    def check_replicas(self) -> None:
+        """A write on a master the node allows: enough replicas in sync (SYNC_MASTER)."""
+        master = self.master
+        if master is None:
+            raise RequestRejected(Code.HA_NOT_AVAILABLE, f"broker {self.name} is no longer master")
+        master.check_writable()
 
     async def wait_replicated(self, end_offset: int) -> None:
         master = self.master
@@ -217,7 +230,7 @@ class BrokerReplica:
         self_id = MASTER_ID if effect.epoch is None else self.own_id
         self.master = ReplicationMaster(self.name, self.store, self.config, self.clock, self_id=self_id,
                                         propose=propose, sync_state_set=effect.sync_state_set,
-                                        sync_state_set_epoch=effect.sync_state_set_epoch)
+                                        sync_state_set_epoch=effect.sync_state_set_epoch, on_reads=self._limit_reads)
         self.master.start()
         self.master_epoch = effect.epoch or self.store.epochs.history.last_epoch
 
@@ -226,7 +239,8 @@ class BrokerReplica:
         self.master_epoch = max(self.master_epoch, effect.epoch)
         self.slave = ReplicationSlave(self.name, self.own_id, self.store, self.config, self.clock, master_address,
                                       known_master_epoch=effect.epoch, on_change=self._notify,
-                                      on_master_metadata=self._master_metadata_changed)
+                                      on_master_metadata=self._master_metadata_changed,
+                                      on_reads=lambda confirm: self._limit_reads(confirm, False))
         self.slave.start()
         log.info("%s: now slave (epoch %d)", self.name, effect.epoch)
 

@@ -74,9 +74,12 @@ class ReplicationSlave:
     def __init__(self, name: str, slave_id: int, store, config: HaConfig, clock: Clock,
                  master_address: Callable[[], Awaitable[str | None]], known_master_epoch: int = 0,
                  on_change: Callable[[], None] = lambda: None,
-                 on_master_metadata: Callable[[], None] = lambda: None):
+                 on_master_metadata: Callable[[], None] = lambda: None,
+                 on_reads: Callable[[int], None] | None = None):
         """``on_change()`` after every connection to a master and every close;
-        ``on_master_metadata()`` when the master's topics or groups changed (its frames say so)."""
+        ``on_master_metadata()`` when the master's topics or groups changed (its frames say so);
+        ``on_reads(confirm_offset)`` when the confirm offset moved: the replica moves the read
+        limit (None: to the confirm offset)."""
         self.name, self.slave_id, self.store, self.config, self.clock = name, slave_id, store, config, clock
         self.master_address = master_address
         self.known_master_epoch = known_master_epoch
@@ -102,7 +105,8 @@ class ReplicationSlave:
         self._wake = asyncio.Event()
         self.offered_master = ""  # a master in pre-online told us where it is (OfferMaster)
         self.copy_caught_up = False  # the copy held all its master showed, as a connection last said
-        store.set_read_limit(store.confirm_offset)
+        self._on_reads = on_reads or store.set_read_limit
+        self._on_reads(store.confirm_offset)
 
     # --- lifecycle -------------------------------------------------------------------------------
     def start(self) -> None:
@@ -289,7 +293,7 @@ class ReplicationSlave:
             await self._stage(out.append, link)
         if out.confirm_offset is not None:
             store.set_confirm_offset(out.confirm_offset)
-            store.set_read_limit(out.confirm_offset)
+            self._on_reads(out.confirm_offset)
         await self._write(link, out)
 
     # --- the write pipeline ------------------------------------------------------------------------

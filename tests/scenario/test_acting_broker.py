@@ -26,7 +26,7 @@ from services.acting.fifo_lock import FifoLocks
 from services.acting.pop_journal import PopJournal
 from services.acting.state import ActingState
 from services.broker.api import FilterExpression, ReceiveRequest, SendItem
-from services.broker.broker import Broker
+from services.broker.broker import Broker, Unreplicated
 from services.broker.config import BrokerConfig
 from services.broker.timer_service import timer_draft
 from services.broker.transaction_service import half_draft, transaction_id
@@ -45,23 +45,20 @@ class Sink:
         return True
 
 
-class SlaveReplication:
+class SlaveReplication(Unreplicated):
     """A slave's replication that is not connected to any master (its master died after the copy
     had caught up with it)."""
 
-    role, is_master, broker_id, copying_from_master, copy_caught_up = Role.SLAVE, False, 1, False, True
+    role, copying_from_master, copy_caught_up = Role.SLAVE, False, True
 
-    def check_writable(self):
+    def __init__(self):
+        super().__init__(BrokerConfig(broker_name="broker-a", broker_id=1, broker_role="SLAVE"))
+
+    def check_replicas(self):
         raise AssertionError("a slave never writes")
-
-    def metadata_changed(self):
-        pass
 
     async def wait_replicated(self, end_offset):
         raise AssertionError("a slave never writes")
-
-    def status(self):
-        return None
 
 
 def store_at(path, clock) -> MessageStore:
@@ -240,7 +237,7 @@ def test_nothing_escapes_into_a_master_in_pre_online(tmp_path):
             await pair.target.escape_put([EscapedItem("k2", EscapeKind.DELAY, draft())])
         assert refused.value.code is Code.HA_NOT_AVAILABLE
         assert [m for q in (0, 1) for m in pair.target_store.get(TOPIC, q, 0, 10).messages] == []
-        pair.target.pre_online.done = True
+        pair.target.went_online()
         pair.clock.advance(pair.slave.config.escape_retry_interval_ms)
         assert await pair.slave.run_timer() == 1 and not pair.slave.timer.index.pending
         await pair.stop()

@@ -11,7 +11,7 @@ from metadata.subscription_group import SubscriptionGroupConfig
 from metadata.topic_config import TopicConfig
 from scheduler.clock import ManualClock
 from services.broker.api import FilterExpression, FilterType, ReceiveRequest, SendItem
-from services.broker.broker import Broker
+from services.broker.broker import Broker, Unreplicated
 from services.broker.config import BrokerConfig
 from store.config import FlushDiskType, StoreConfig
 from store.message_store import MessageStore
@@ -493,25 +493,18 @@ def test_a_reservation_whose_pop_log_write_failed_is_written_before_any_later_re
     run(scenario())
 
 
-class _Deposed:
+class _Deposed(Unreplicated):
     """A master's replication whose replicas stopped answering (its successor was elected)."""
 
-    def __init__(self, config):
-        self.is_master, self.broker_id, self.failing, self.waits = True, config.broker_id, False, []
-
-    def check_writable(self):
-        pass
-
-    def metadata_changed(self):
-        pass
+    def __init__(self, config, node):
+        super().__init__(config)
+        self.node = node  # the serving master's core: same role and serving facts
+        self.failing, self.waits = False, []
 
     async def wait_replicated(self, end_offset):
         self.waits.append(end_offset)
         if self.failing:
             raise RequestRejected(Code.HA_NOT_AVAILABLE, "no replica acknowledged")
-
-    def status(self):
-        return None
 
 
 def test_pop_calls_answer_only_once_their_records_are_replicated(harness):
@@ -523,7 +516,7 @@ def test_pop_calls_answer_only_once_their_records_are_replicated(harness):
     replicas like a send does, and fail when they cannot be replicated."""
     async def scenario():
         broker = await _with_topic(harness, queues=1)
-        deposed = _Deposed(harness.config)
+        deposed = _Deposed(harness.config, broker.node)
         broker.replication = deposed
         await harness.send("T")
         await harness.send("T")

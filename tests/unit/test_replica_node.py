@@ -7,8 +7,8 @@ from ha.role.decisions import GroupView, Role
 from ha.role.fence import PauseFence
 from ha.role.replica_node import (TRANSITIONS, AdoptSet, AllowPuts, AskElection, DrainPuts, FollowRole,
                                   InvalidateDerived, Live, MakeDurable, MoveCopyEpoch, OpenEpoch, RefusePuts,
-                                  ReplicaNode, StartCopying, StartMasterCore, StopCopying, StopMasterCore,
-                                  WriteRefusal)
+                                  ReplicaNode, StartCopying, StartMasterCore, StopCopying, StopMasterCore)
+from ha.role.serving import Refusal
 
 SELF, OTHER = 1, 2
 
@@ -81,7 +81,7 @@ def test_a_new_master_writes_only_once_its_epoch_is_open_and_its_core_runs():
     ready = node.on_view(view(SELF, 1), 0)
     seen = carry_out(node, ready)
     before_allow = [refusal for kind, refusal in seen[:[k for k, _ in seen].index(AllowPuts) + 1]]
-    assert set(before_allow) == {WriteRefusal.IN_TRANSITION}  # checked before each effect, AllowPuts included
+    assert set(before_allow) == {Refusal.IN_TRANSITION}  # checked before each effect, AllowPuts included
     assert node.write_refusal(0) is None and node.live is Live.MASTER
     assert [e.epoch for e in ready.effects if isinstance(e, OpenEpoch)] == [1]
 
@@ -90,7 +90,7 @@ def test_a_deposed_master_stops_writing_at_the_decision_before_any_effect_ran():
     node = master_at(3)
     assert node.write_refusal(0) is None
     ready = node.on_view(view(OTHER, 4), 3)
-    assert node.write_refusal(0) is WriteRefusal.NOT_MASTER  # before the driver did anything
+    assert node.write_refusal(0) is Refusal.NOT_MASTER  # before the driver did anything
     carry_out(node, ready)
     assert node.role is Role.SLAVE and node.live is Live.SLAVE
 
@@ -99,9 +99,9 @@ def test_a_stale_view_changes_nothing_and_a_confirming_one_lifts_the_pause_fence
     node = master_at(3)
     node.tick(0)
     assert node.tick(5000)  # a pause: no writes until confirmed
-    assert node.write_refusal(5000) is WriteRefusal.PAUSED
+    assert node.write_refusal(5000) is Refusal.PAUSED
     assert node.on_view(view(OTHER, 2), 3).empty  # older epoch: ignored
-    assert node.write_refusal(5000) is WriteRefusal.PAUSED
+    assert node.write_refusal(5000) is Refusal.PAUSED
     assert node.on_view(view(SELF, 3), 3).empty   # the leader confirms
     assert node.write_refusal(5000) is None
 
@@ -144,6 +144,6 @@ def test_outside_controller_mode_the_configured_role_is_taken_once():
     assert master.write_refusal(0) is None
     slave = ReplicaNode(1, 1)
     carry_out(slave, slave.configure(Role.SLAVE))
-    assert slave.role is Role.SLAVE and slave.write_refusal(0) is WriteRefusal.NOT_MASTER
+    assert slave.role is Role.SLAVE and slave.write_refusal(0) is Refusal.NOT_MASTER
     with pytest.raises(AssertionError):
         slave.configure(Role.MASTER)

@@ -3,17 +3,22 @@ delete-user, get-user, list-user, create-acl, update-acl, delete-acl, get-acl, l
 migrate-acl (a RocketMQ 4.x ``plain_acl.yml`` to users and ACLs).
 
 Rules:
-- Each container keeps its users and ACLs in its ``authorizationMetadataFile``; a command
-  goes to ``--container HOST:PORT`` (an admin address), else to every container hosting a
-  member of the cluster (``-c``, through the nameserver ``-n``), as mqadmin's ``-b``/``-c``.
-  A change is applied where it can be; the containers that refused or did not answer are
-  named and the exit code is 1.
+- Without a controller each container keeps its users and ACLs in its
+  ``authorizationMetadataFile``; a command goes to ``--container HOST:PORT`` (an admin
+  address), else to every container hosting a member of the cluster (``-c``, through the
+  nameserver ``-n``), as mqadmin's ``-b``/``-c``.  A change is applied where it can be; the
+  containers that refused or did not answer are named and the exit code is 1.
+- Under a controller (brokers in ``enableControllerMode``) a change goes to the containers
+  one at a time until one answers that the controller committed it (``replicated``): every
+  container follows.  ``--container`` may also name the controller (the nameserver's port
+  when it embeds it).
 - The flags are mqadmin's: ``-u`` username, ``-p`` password, ``-t`` user type (Super|Normal),
   ``-s`` user status (enable|disable) for users; ``-s`` subject (``User:NAME``), ``-r``
   resources, ``-a`` actions, ``-d`` decision, ``-i`` source IPs (comma-separated lists) for
   ACLs; ``--policy-type`` Custom (default) or Default.  Values are checked here with the
   server's own parsers (exit 2), and again by the server.
-- ``list-acl`` and ``get-acl`` show the version each container enforces.
+- ``list-acl`` and ``get-acl`` show the version each container enforces and for which
+  brokers; asked of the controller, the version each container last reported.
 - ``migrate-acl --file plain_acl.yml`` prints the equivalent ``authorizationMetadataFile``
   (TOML, on stdout) and the migration's warnings (stderr); ``--apply`` creates (or updates)
   the users and merges the ACLs on the containers instead.
@@ -110,15 +115,36 @@ async def _on_each(args: Any, method: str, request: Any) -> tuple[dict[str, Any]
 
 
 def _outcome(args: Any, done: dict[str, Any], failed: dict[str, str], what: str) -> int:
-    document = {"done": {address: {"version": reply.version, "detail": reply.detail} for address, reply in done.items()},
+    document = {"done": {address: {"version": reply.version, "detail": reply.detail, "replicated": reply.replicated,
+                                   "source": reply.source} for address, reply in done.items()},
                 "failed": failed}
-    lines = [f"{what} on {address} (version {reply.version})" for address, reply in done.items()]
+    lines = [f"{what} on {address} (version {reply.version}" + (f", committed through the {reply.source}: every "
+                                                                  f"container follows)" if reply.replicated else ")")
+             for address, reply in done.items()]
     lines += [f"NOT applied on {address}: {why}" for address, why in failed.items()]
     return _emit(args, document, lambda d: "\n".join(lines), 1 if failed or not done else 0)
 
 
+async def _change_once_replicated(args: Any, method: str, request: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    """Each container in turn, until one answers that the change was committed through the
+    controller (every container then follows: sending it again would be refused as done);
+    without a controller every container applies it."""
+    done: dict[str, Any] = {}
+    failed: dict[str, str] = {}
+    for address in await _targets(args):
+        try:
+            reply = await _acl_call(address, method, request, args.timeout_ms)
+        except (AdminUnavailable, AdminRejected) as exc:
+            failed[address] = refusal_text(exc)
+            continue
+        done[address] = reply
+        if reply.replicated:
+            return done, {}  # others that failed before will follow the controller too
+    return done, failed
+
+
 def _change(args: Any, method: str, request: Any, what: str) -> int:
-    done, failed = _run(_on_each(args, method, request))
+    done, failed = _run(_change_once_replicated(args, method, request))
     return _outcome(args, done, failed, what)
 
 
@@ -191,6 +217,22 @@ def _entry_document(record: pb.AclRecord) -> list[dict[str, Any]]:
             for policy in record.policies for entry in policy.entries]
 
 
+def _enforcer_document(enforcer: pb.AclEnforcer) -> dict[str, Any]:
+    return {"container": enforcer.container, "brokers": list(enforcer.brokers), "version": enforcer.version,
+            "origin": enforcer.origin, "reportedMsAgo": enforcer.reported_ms_ago}
+
+
+def _enforcer_line(enforcer: pb.AclEnforcer) -> str:
+    """``broker-a, broker-b on HOST:PORT enforce version 3`` (with the report's age, from a controller)."""
+    brokers = ", ".join(enforcer.brokers) or "no broker"
+    line = f"{brokers} on {enforcer.container} enforce version {enforcer.version}"
+    if not enforcer.origin:
+        line += " (its own file, not confirmed by the controller)"
+    if enforcer.reported_ms_ago:
+        line += f" (reported {enforcer.reported_ms_ago / 1000:.1f} s ago)"
+    return line
+
+
 def _acls(args: Any, method: str, request: Any) -> int:
     done, failed = _run(_on_each(args, method, request))
     rows = [[address, reply.version, record.subject, policy.policy_type, entry.resource, ",".join(entry.actions),
@@ -198,9 +240,12 @@ def _acls(args: Any, method: str, request: Any) -> int:
             for address, reply in done.items() for record in reply.acls
             for policy in record.policies for entry in policy.entries]
     document = {"containers": {address: {"version": reply.version, "source": reply.source, "entries": reply.entries,
+                                         "origin": reply.origin,
+                                         "enforcers": [_enforcer_document(e) for e in reply.enforcers],
                                          "acls": {r.subject: _entry_document(r) for r in reply.acls}}
                                for address, reply in done.items()}, "failed": failed}
     text = "\n".join(f"{address}: version {reply.version} enforced ({reply.entries} entries, from {reply.source})"
+                     + "".join(f"\n  {_enforcer_line(e)}" for e in reply.enforcers)
                      for address, reply in done.items())
     text += "\n" + table(["CONTAINER", "VERSION", "SUBJECT", "POLICY", "RESOURCE", "ACTIONS", "DECISION", "SOURCE IPS"],
                          rows)

@@ -71,7 +71,8 @@ def build_container(config_path: str, broker_paths: str | None):
     messaging = bind(MessagingConfig, values, config_path)
     tls = load_tls_material(config, config_path)
     accounts = load_accounts(messaging, config_path)
-    acl_store = load_acl_store(messaging, config_path)
+    controllers = next((spec.broker.controller_addresses for spec in specs if spec.broker.enable_controller_mode), None)
+    acl_store = load_acl_store(messaging, config_path, controllers, config.store_path_root_dir)
     install(credential)  # this process's proof of membership (services.cluster_auth)
     return BrokerContainer(config, specs, messaging, config_path, nameserver_values=values, tls=tls, accounts=accounts,
                            acl_store=acl_store, inner_credentials=load_inner_credentials(messaging, config_path))

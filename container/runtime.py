@@ -42,6 +42,7 @@ from services.admin.client import Credentials
 from services.acting.escape import EscapeBridge
 from services.acting.service import ActingServicer
 from services.access.acl_admin import add_acl_admin_service
+from services.access.acl_replica import ReplicatedAclStore
 from services.access.acl_store import AclStore
 from services.access.admin_gate import AdminGate
 from services.metrics import CONSUMER_LAG, REGISTRY, STORE_SIZE
@@ -64,7 +65,7 @@ class BrokerContainer:
     def __init__(self, config: ContainerConfig, specs: list[BrokerSpec], messaging: MessagingConfig,
                  where: str, nameserver_values: Mapping[str, object] | None = None, clock: Clock | None = None,
                  tls: TlsMaterial | None = None, accounts: AccountSource | None = None,
-                 acl_store: AclStore | None = None, inner_credentials: Credentials | None = None):
+                 acl_store: AclStore | ReplicatedAclStore | None = None, inner_credentials: Credentials | None = None):
         """``tls`` must be given when ``grpcTlsPort`` is set, ``acl_store`` when
         ``authorizationEnabled`` (``container.security`` reads both); the store's users are
         the accounts when it is given; ``inner_credentials`` sign this container's own admin calls
@@ -125,6 +126,10 @@ class BrokerContainer:
             await self._start_nameserver()
         for spec in self.specs:
             await self._open(spec)
+        if isinstance(self.acl_store, ReplicatedAclStore):  # under a controller: its version before serving
+            self.acl_store.container = f"{self.config.admin_bind_address}:{self.config.listen_port}"
+            self.acl_store.brokers = lambda: tuple(sorted({h.name for h in self.hosted.values()}))
+            await self.acl_store.start_sync(self.messaging.authorization_metadata_sync_timeout_ms / 1000)
         await self._start_servers()
         for hosted in self.hosted.values():
             self._start_controller_mode(hosted)
@@ -140,8 +145,10 @@ class BrokerContainer:
         self.tasks.declare("register-brokers", self.config.register_period_ms, self.registration.register_all, self.config.register_period_ms)
         self.tasks.declare("heartbeat", self.config.heartbeat_interval_ms, self.registration.heartbeat_all, self.config.heartbeat_interval_ms)
         self.tasks.declare("store-metrics", 5_000, self._refresh_store_metrics, 1_000)
-        if self.acl_store is not None:
-            interval = self.messaging.authorization_metadata_watch_interval_ms
+        interval = self.messaging.authorization_metadata_watch_interval_ms
+        if isinstance(self.acl_store, ReplicatedAclStore):
+            self.tasks.declare("acl-controller-sync", interval, self.acl_store.sync, interval)
+        elif self.acl_store is not None:
             self.tasks.declare("acl-file-watch", interval, self.acl_store.watch, interval)
         self.tasks.start()
         self.backlog.start()
@@ -286,6 +293,8 @@ class BrokerContainer:
         await self._ha_listener.stop()
         if self._internal_server is not None:
             await self._internal_server.stop(0.5)
+        if isinstance(self.acl_store, ReplicatedAclStore):
+            await self.acl_store.close()
         if self._nameserver is not None:
             await self._nameserver.stop()
 

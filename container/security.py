@@ -22,6 +22,7 @@ from container.config import ContainerConfig
 from container.config_loader import load_config_file
 from metadata.authentication import Accounts, accounts_from_document
 from metadata.config import ConfigError
+from services.access.acl_replica import ReplicatedAclStore
 from services.access.acl_store import AclStore
 from services.admin.client import Credentials
 from services.messaging.config import MessagingConfig
@@ -133,9 +134,13 @@ def check_access_keys(config: MessagingConfig, where: str) -> None:
                                                                "authorizationMetadataFile its users are the accounts")
 
 
-def load_acl_store(config: MessagingConfig, where: str) -> AclStore | None:
+def load_acl_store(config: MessagingConfig, where: str, controller_addresses: list[str] | None = None,
+                   store_root: Path | None = None) -> AclStore | ReplicatedAclStore | None:
     """The users and ACLs of ``authorizationMetadataFile`` (version 1), None when it is not set.
-    A file that does not parse is a ConfigError naming its line."""
+    A file that does not parse is a ConfigError naming its line.  With ``controller_addresses``
+    (the container's brokers run in controller mode) and authorization on, the users and ACLs
+    are the controller's: the file only seeds it (:mod:`services.access.acl_replica`), and the
+    copy is cached under ``store_root``."""
     check_access_keys(config, where)
     if not config.authorization_metadata_file:
         return None
@@ -143,6 +148,9 @@ def load_acl_store(config: MessagingConfig, where: str) -> AclStore | None:
     if path.suffix.lower() != ".toml":
         raise ConfigError(where, "authorizationMetadataFile", f"{path}: must be a .toml file of [[users]] and [[acls]]")
     _read(where, "authorizationMetadataFile", path)  # names the config key when the file is missing
+    if controller_addresses and config.authorization_enabled:
+        assert store_root is not None, "a replicated ACL store needs the store root for its cache"
+        return ReplicatedAclStore.open(path, store_root, controller_addresses)
     return AclStore.open(path)
 
 

@@ -107,12 +107,30 @@ class AclListRequest(_message.Message):
     def __init__(self, subject_filter: _Optional[str] = ..., resource_filter: _Optional[str] = ...) -> None: ...
 
 class AclDone(_message.Message):
-    __slots__ = ("version", "detail")
+    __slots__ = ("version", "detail", "replicated", "source")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
+    REPLICATED_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
     version: int
     detail: str
-    def __init__(self, version: _Optional[int] = ..., detail: _Optional[str] = ...) -> None: ...
+    replicated: bool
+    source: str
+    def __init__(self, version: _Optional[int] = ..., detail: _Optional[str] = ..., replicated: _Optional[bool] = ..., source: _Optional[str] = ...) -> None: ...
+
+class AclEnforcer(_message.Message):
+    __slots__ = ("container", "brokers", "version", "origin", "reported_ms_ago")
+    CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    BROKERS_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    ORIGIN_FIELD_NUMBER: _ClassVar[int]
+    REPORTED_MS_AGO_FIELD_NUMBER: _ClassVar[int]
+    container: str
+    brokers: _containers.RepeatedScalarFieldContainer[str]
+    version: int
+    origin: str
+    reported_ms_ago: int
+    def __init__(self, container: _Optional[str] = ..., brokers: _Optional[_Iterable[str]] = ..., version: _Optional[int] = ..., origin: _Optional[str] = ..., reported_ms_ago: _Optional[int] = ...) -> None: ...
 
 class AclUsersResponse(_message.Message):
     __slots__ = ("version", "users")
@@ -123,13 +141,17 @@ class AclUsersResponse(_message.Message):
     def __init__(self, version: _Optional[int] = ..., users: _Optional[_Iterable[_Union[AclUser, _Mapping]]] = ...) -> None: ...
 
 class AclAclsResponse(_message.Message):
-    __slots__ = ("version", "acls", "source", "entries")
+    __slots__ = ("version", "acls", "source", "entries", "origin", "enforcers")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     ACLS_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    ORIGIN_FIELD_NUMBER: _ClassVar[int]
+    ENFORCERS_FIELD_NUMBER: _ClassVar[int]
     version: int
     acls: _containers.RepeatedCompositeFieldContainer[AclRecord]
     source: str
     entries: int
-    def __init__(self, version: _Optional[int] = ..., acls: _Optional[_Iterable[_Union[AclRecord, _Mapping]]] = ..., source: _Optional[str] = ..., entries: _Optional[int] = ...) -> None: ...
+    origin: str
+    enforcers: _containers.RepeatedCompositeFieldContainer[AclEnforcer]
+    def __init__(self, version: _Optional[int] = ..., acls: _Optional[_Iterable[_Union[AclRecord, _Mapping]]] = ..., source: _Optional[str] = ..., entries: _Optional[int] = ..., origin: _Optional[str] = ..., enforcers: _Optional[_Iterable[_Union[AclEnforcer, _Mapping]]] = ...) -> None: ...

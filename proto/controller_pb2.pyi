@@ -300,6 +300,34 @@ class WatchReplicaInfoRequest(_message.Message):
     broker_id: int
     def __init__(self, broker_name: _Optional[str] = ..., cluster_name: _Optional[str] = ..., broker_id: _Optional[int] = ...) -> None: ...
 
+class SyncAclRequest(_message.Message):
+    __slots__ = ("origin", "version", "seed_document", "container", "brokers")
+    ORIGIN_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    SEED_DOCUMENT_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    BROKERS_FIELD_NUMBER: _ClassVar[int]
+    origin: str
+    version: int
+    seed_document: str
+    container: str
+    brokers: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, origin: _Optional[str] = ..., version: _Optional[int] = ..., seed_document: _Optional[str] = ..., container: _Optional[str] = ..., brokers: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class SyncAclResponse(_message.Message):
+    __slots__ = ("status", "origin", "version", "document", "seed_refused")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    ORIGIN_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_FIELD_NUMBER: _ClassVar[int]
+    SEED_REFUSED_FIELD_NUMBER: _ClassVar[int]
+    status: ControllerStatus
+    origin: str
+    version: int
+    document: str
+    seed_refused: str
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., origin: _Optional[str] = ..., version: _Optional[int] = ..., document: _Optional[str] = ..., seed_refused: _Optional[str] = ...) -> None: ...
+
 class RaftEntry(_message.Message):
     __slots__ = ("term", "index", "data")
     TERM_FIELD_NUMBER: _ClassVar[int]

@@ -89,6 +89,11 @@ class ControllerServiceStub:
                 request_serializer=proto_dot_controller__pb2.WatchReplicaInfoRequest.SerializeToString,
                 response_deserializer=proto_dot_controller__pb2.ControllerReplicaResponse.FromString,
                 _registered_method=True)
+        self.SyncAcl = channel.unary_unary(
+                '/relaymq.internal.v1.ControllerService/SyncAcl',
+                request_serializer=proto_dot_controller__pb2.SyncAclRequest.SerializeToString,
+                response_deserializer=proto_dot_controller__pb2.SyncAclResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServiceServicer:
@@ -160,6 +165,12 @@ class ControllerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SyncAcl(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -217,6 +228,11 @@ def add_ControllerServiceServicer_to_server(servicer, server):
                     servicer.WatchReplicaInfo,
                     request_deserializer=proto_dot_controller__pb2.WatchReplicaInfoRequest.FromString,
                     response_serializer=proto_dot_controller__pb2.ControllerReplicaResponse.SerializeToString,
+            ),
+            'SyncAcl': grpc.unary_unary_rpc_method_handler(
+                    servicer.SyncAcl,
+                    request_deserializer=proto_dot_controller__pb2.SyncAclRequest.FromString,
+                    response_serializer=proto_dot_controller__pb2.SyncAclResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -516,6 +532,33 @@ class ControllerService:
             '/relaymq.internal.v1.ControllerService/WatchReplicaInfo',
             proto_dot_controller__pb2.WatchReplicaInfoRequest.SerializeToString,
             proto_dot_controller__pb2.ControllerReplicaResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SyncAcl(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/relaymq.internal.v1.ControllerService/SyncAcl',
+            proto_dot_controller__pb2.SyncAclRequest.SerializeToString,
+            proto_dot_controller__pb2.SyncAclResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -5,6 +5,9 @@ Rules:
 - Events are exactly what Raft replicates.  ``encode_event`` writes RocketMQ's layout: a
   2-byte big-endian event type id followed by UTF-8 JSON with RocketMQ's field names, so a
   log can be read by eye and compared with upstream's.
+- The users and ACLs (:mod:`metadata.acl_replication`) ride the same log as one more event,
+  :class:`AclDocument` (type id 100, not one of upstream's, which replicates no ACLs): the
+  whole state at a version, applied by the machine rather than the replica tables.
 - ``decode_event`` trusts its input (it comes from our own committed log): a malformed
   entry is a bug or corruption and raises ``CorruptEntry``.
 """
@@ -15,6 +18,8 @@ from dataclasses import dataclass
 from typing import Union
 
 import orjson
+
+from metadata.acl_replication import AclDocument
 
 
 class CorruptEntry(ValueError):
@@ -58,7 +63,7 @@ class UpdateBrokerAddressEvent:
 
 
 Event = Union[AlterSyncStateSetEvent, ApplyBrokerIdEvent, ElectMasterEvent, CleanBrokerDataEvent,
-              UpdateBrokerAddressEvent]
+              UpdateBrokerAddressEvent, AclDocument]
 
 EVENT_TYPE_IDS: dict[type, int] = {
     AlterSyncStateSetEvent: 1,
@@ -66,6 +71,7 @@ EVENT_TYPE_IDS: dict[type, int] = {
     ElectMasterEvent: 3,
     CleanBrokerDataEvent: 5,
     UpdateBrokerAddressEvent: 6,
+    AclDocument: 100,
 }
 _HEADER = struct.Struct(">H")
 
@@ -85,6 +91,8 @@ def _to_json(event: Event) -> dict[str, object]:
     if isinstance(event, UpdateBrokerAddressEvent):
         return {"clusterName": event.cluster_name, "brokerName": event.broker_name,
                 "brokerAddress": event.broker_address, "brokerId": event.broker_id}
+    if isinstance(event, AclDocument):
+        return {"origin": event.origin, "version": event.version, "document": event.text}
     raise AssertionError(f"not a controller event: {event!r}")
 
 
@@ -103,6 +111,8 @@ def _from_json(type_id: int, body: dict) -> Event:
     if type_id == 6:
         return UpdateBrokerAddressEvent(body["clusterName"], body["brokerName"], body["brokerAddress"],
                                         int(body["brokerId"]))
+    if type_id == 100:
+        return AclDocument(str(body["origin"]), int(body["version"]), str(body["document"]))
     raise CorruptEntry(f"unknown controller event type id {type_id}")
 
 

@@ -1,10 +1,15 @@
-"""The AclAdmin gRPC servicer: mqadmin's createUser ... listAcl on the container's ACL store.
+"""The AclAdmin gRPC servicer: mqadmin's createUser ... listAcl on a store of users and ACLs.
+
+The store is one of three: a container's file (:class:`services.access.acl_store.AclStore`),
+a container's copy of the controller's (:class:`services.access.acl_replica.ReplicatedAclStore`,
+which has ``forward``), or the controller's own (:class:`services.controller.acl.ControllerAcl`).
 
 Rules:
 - Requests are parsed here with :mod:`metadata.acl_model`'s ``parse_*`` (the gateway); a
   bad value is INVALID_ARGUMENT ``<REASON>: <detail>``.
-- A change is a :mod:`metadata.acl_state` command run by :meth:`AclStore.change`: decided
-  on the current state, written to the file, then enforced.  A refused command is a status
+- A change is a :mod:`metadata.acl_state` command run by the store's ``change``: decided
+  on the current state, written to the file (or committed by the controller), then enforced.
+  A store with ``forward`` sends the request, once parsed here, to the controller instead.  A refused command is a status
   named by its :class:`AclRejection` (NOT_FOUND, ALREADY_EXISTS or FAILED_PRECONDITION); an
   accepted one answers the version it made.
 - Reads answer the version they read; passwords are never sent back.
@@ -26,7 +31,7 @@ from metadata.acl_model import (Acl, AclInputError, AclRejection, Policy, Policy
 from metadata.acl_state import AclCommandDecision, AclState
 from proto import acl_admin_pb2 as pb
 from proto import acl_admin_pb2_grpc as pb_grpc
-from services.access.acl_store import AclFileBad, AclStore
+from services.access.acl_store import AclFileBad, AclUnavailable
 
 log = logging.getLogger(__name__)
 _CODES = {AclRejection.NO_SUCH_USER: grpc.StatusCode.NOT_FOUND, AclRejection.NO_SUCH_ACL: grpc.StatusCode.NOT_FOUND,
@@ -49,6 +54,10 @@ def _rpc(method: Callable) -> Callable:
                 raise _Refused(grpc.StatusCode.FAILED_PRECONDITION, "AUTHORIZATION_OFF: this container has no "
                                                                     "authorizationMetadataFile")
             return await method(self, request)
+        except grpc.aio.AioRpcError as exc:  # a forwarded change refused by the controller: as it said
+            code, details = exc.code(), exc.details() or exc.code().name
+        except AclUnavailable as exc:
+            code, details = grpc.StatusCode.UNAVAILABLE, str(exc)
         except AclInputError as exc:
             code, details = grpc.StatusCode.INVALID_ARGUMENT, str(exc)
         except AclFileBad as exc:
@@ -98,16 +107,33 @@ def _user_proto(state: AclState, username: str) -> pb.AclUser:
     return pb.AclUser(username=user.username, user_type=user.user_type.value, user_status=user.status.value)
 
 
+def _enforcer_proto(report, age_ms: int) -> pb.AclEnforcer:
+    return pb.AclEnforcer(container=report.container, brokers=list(report.brokers), version=report.stamp.version,
+                          origin=report.stamp.origin, reported_ms_ago=age_ms)
+
+
 class AclAdminServicer(pb_grpc.AclAdminServicer):
-    def __init__(self, store: AclStore | None):
+    def __init__(self, store: Any):
         self.store = store
 
-    async def _change(self, decide: Callable[[AclState], AclCommandDecision]) -> pb.AclDone:
+    async def _change(self, method: str, request: Any, decide: Callable[[AclState], AclCommandDecision]) -> pb.AclDone:
+        forward = getattr(self.store, "forward", None)
+        if forward is not None:  # under a controller: it decides and commits
+            reply = await forward(method, request)
+            return pb.AclDone(version=reply.version, detail=reply.detail, replicated=True, source=self.store.source)
         decision = await self.store.change(decide)
         if isinstance(decision.reply, acl_state.Rejected):
             reason = decision.reply.reason
             raise _Refused(_CODES.get(reason, grpc.StatusCode.FAILED_PRECONDITION), f"{reason.value}: {decision.reply.detail}")
-        return pb.AclDone(version=self.store.state.version, detail=decision.reply.detail)
+        return pb.AclDone(version=self.store.state.version, detail=decision.reply.detail,
+                          replicated=self.store.replicated, source=self.store.source)
+
+    def _acls_response(self, state: AclState, records: list) -> pb.AclAclsResponse:
+        enforcers = getattr(self.store, "enforcers", lambda: [])()
+        age = getattr(self.store, "age_ms", lambda report: 0)
+        return pb.AclAclsResponse(version=state.version, acls=records, source=self.store.source,
+                                  entries=state.entry_count, origin=self.store.origin,
+                                  enforcers=[_enforcer_proto(r, age(r)) for r in enforcers])
 
     # ---- users
 
@@ -117,7 +143,7 @@ class AclAdminServicer(pb_grpc.AclAdminServicer):
         username, password = parse_username(user.username), parse_password(user.password)
         kind = _user_type(user.user_type or "Normal")
         status = _user_status(user.user_status or "enable")
-        return await self._change(lambda s: acl_state.create_user(s, username, password, kind, status))
+        return await self._change("CreateUser", request, lambda s: acl_state.create_user(s, username, password, kind, status))
 
     @_rpc
     async def UpdateUser(self, request: pb.AclUpdateUserRequest) -> pb.AclDone:
@@ -125,12 +151,12 @@ class AclAdminServicer(pb_grpc.AclAdminServicer):
         password = parse_password(request.password) if request.HasField("password") else None
         kind = _user_type(request.user_type) if request.HasField("user_type") else None
         status = _user_status(request.user_status) if request.HasField("user_status") else None
-        return await self._change(lambda s: acl_state.update_user(s, username, password, kind, status))
+        return await self._change("UpdateUser", request, lambda s: acl_state.update_user(s, username, password, kind, status))
 
     @_rpc
     async def DeleteUser(self, request: pb.AclUsernameRequest) -> pb.AclDone:
         username = parse_username(request.username)
-        return await self._change(lambda s: acl_state.delete_user(s, username))
+        return await self._change("DeleteUser", request, lambda s: acl_state.delete_user(s, username))
 
     @_rpc
     async def GetUser(self, request: pb.AclUsernameRequest) -> pb.AclUsersResponse:
@@ -150,19 +176,19 @@ class AclAdminServicer(pb_grpc.AclAdminServicer):
     @_rpc
     async def CreateAcl(self, request: pb.AclPutRequest) -> pb.AclDone:
         username, policies = acl_from_proto(request.acl)
-        return await self._change(lambda s: acl_state.create_acl(s, username, policies))
+        return await self._change("CreateAcl", request, lambda s: acl_state.create_acl(s, username, policies))
 
     @_rpc
     async def UpdateAcl(self, request: pb.AclPutRequest) -> pb.AclDone:
         username, policies = acl_from_proto(request.acl)
-        return await self._change(lambda s: acl_state.update_acl(s, username, policies))
+        return await self._change("UpdateAcl", request, lambda s: acl_state.update_acl(s, username, policies))
 
     @_rpc
     async def DeleteAcl(self, request: pb.AclDeleteRequest) -> pb.AclDone:
         username = parse_subject(request.subject)
         resource = parse_resource(request.resource) if request.resource else None
         kind = PolicyType.parse(request.policy_type or "Custom", AclRejection.INVALID_POLICY_TYPE)
-        return await self._change(lambda s: acl_state.delete_acl(s, username, resource, kind))
+        return await self._change("DeleteAcl", request, lambda s: acl_state.delete_acl(s, username, resource, kind))
 
     @_rpc
     async def GetAcl(self, request: pb.AclSubjectRequest) -> pb.AclAclsResponse:
@@ -170,8 +196,7 @@ class AclAdminServicer(pb_grpc.AclAdminServicer):
         acl = state.acls.get(username)
         if acl is None:
             raise _Refused(grpc.StatusCode.NOT_FOUND, f"{AclRejection.NO_SUCH_ACL.value}: User:{username} has no ACL")
-        return pb.AclAclsResponse(version=state.version, acls=[acl_to_proto(acl)], source=str(self.store.path),
-                                  entries=state.entry_count)
+        return self._acls_response(state, [acl_to_proto(acl)])
 
     @_rpc
     async def ListAcl(self, request: pb.AclListRequest) -> pb.AclAclsResponse:
@@ -187,9 +212,8 @@ class AclAdminServicer(pb_grpc.AclAdminServicer):
             records.append(record)
             if len(records) >= MAX_LISTED:
                 break
-        return pb.AclAclsResponse(version=state.version, acls=records, source=str(self.store.path),
-                                  entries=state.entry_count)
+        return self._acls_response(state, records)
 
 
-def add_acl_admin_service(server, store: AclStore | None) -> None:
+def add_acl_admin_service(server, store: Any) -> None:
     pb_grpc.add_AclAdminServicer_to_server(AclAdminServicer(store), server)

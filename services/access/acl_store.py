@@ -74,6 +74,9 @@ def _read_text(path: Path) -> str:
         raise ConfigError(str(path), None, f"not UTF-8 text (byte {exc.start})") from None
 
 
+read_acl_text = _read_text  # for services.access.acl_replica (the seed file under a controller)
+
+
 def _load(path: Path, version: int) -> AclState:
     return parse_acl_toml(_read_text(path), str(path), version=version)
 
@@ -104,8 +107,15 @@ def write_atomically(path: Path, text: str) -> None:
         os.close(folder)
 
 
+class AclUnavailable(Exception):
+    """Users and ACLs cannot be changed here now (the controller holding them cannot commit);
+    the message starts with a named reason."""
+
+
 class AclStore:
     """The enforced :class:`AclState` and the file it comes from."""
+    replicated = False  # changes reach this container only
+    origin = ""
 
     def __init__(self, path: Path, state: AclState, stamp: FileStamp | None):
         self.path = path
@@ -127,6 +137,10 @@ class AclStore:
     @property
     def state(self) -> AclState:
         return self._state
+
+    @property
+    def source(self) -> str:
+        return str(self.path)
 
     def secret_key(self, access_key: str) -> str | None:
         user = self._state.users.get(access_key)

@@ -44,10 +44,14 @@ class ControllerClient:
         self.leader: str | None = None
         self._channels: dict[str, grpc.aio.Channel] = {}
 
-    def stub(self, address: str) -> pb_grpc.ControllerServiceStub:
+    def channel(self, address: str) -> grpc.aio.Channel:
+        """The channel to one member (other services of the controller's port use it too)."""
         if address not in self._channels:
             self._channels[address] = internal_channel(address)
-        return pb_grpc.ControllerServiceStub(self._channels[address])
+        return self._channels[address]
+
+    def stub(self, address: str) -> pb_grpc.ControllerServiceStub:
+        return pb_grpc.ControllerServiceStub(self.channel(address))
 
     async def call(self, method: str, request):
         """Call ``method`` on the leader, following NOT_LEADER redirects."""

@@ -9,6 +9,10 @@ Rules:
 - After each applied event the affected set's view goes to its watchers (every member
   notifies its own subscribers, so a broker may watch any controller).
 - Every applied election is logged with its index, master and epoch, on every member.
+- The users and ACLs (``acl``, :mod:`metadata.acl_replication`) change only by an applied
+  ``AclDocument``; ``acl_applied`` is told after each (the controller wakes waiting syncs).
+  Snapshots carry them under the key ``acl`` next to the replica tables (an older snapshot
+  without it restores to no users and ACLs).
 """
 from __future__ import annotations
 
@@ -16,11 +20,15 @@ import logging
 from typing import Callable
 
 from ha.controller.commands import group_view
+import orjson
+
 from ha.controller.events import ElectMasterEvent, decode_event
 from ha.controller.liveness import BrokerLiveness
 from ha.controller.replicas import ReplicasInfo
 from ha.controller.requests import GroupView
 from ha.raft.types import Entry, Role, SoftState
+from metadata.acl_files import dump_acl_toml
+from metadata.acl_replication import AclDocument, ReplicatedAcl, apply_document
 
 log = logging.getLogger(__name__)
 READ_BARRIER = b"\x00\x04{}"  # RocketMQ's ReadEvent type id: proposed for consistent reads, never applied
@@ -30,6 +38,8 @@ class ControllerMachine:
     def __init__(self, liveness: BrokerLiveness, now_ms: Callable[[], int],
                  publish: Callable[[str, GroupView | None], None]) -> None:
         self.replicas = ReplicasInfo()
+        self.acl = ReplicatedAcl()
+        self.acl_applied: Callable[[], None] = lambda: None
         self.liveness = liveness
         self._now_ms = now_ms
         self._publish = publish
@@ -68,6 +78,13 @@ class ControllerMachine:
         if entry.data == READ_BARRIER:
             return
         event = decode_event(entry.data)
+        if isinstance(event, AclDocument):
+            self.acl = apply_document(self.acl, event)
+            self.applied_events += 1
+            log.info("applied users and ACLs at index %s: %s, %d users, %d ACL entries", entry.index, self.acl.stamp,
+                     len(self.acl.state.users), self.acl.state.entry_count)
+            self.acl_applied()
+            return
         self.replicas.apply(event)
         self.applied_events += 1
         name = event.broker_name
@@ -81,7 +98,20 @@ class ControllerMachine:
 
     def snapshot_encoder(self) -> Callable[[], bytes]:
         """The tables as they are now, to encode in a worker thread (values are frozen)."""
-        return self.replicas.detached().snapshot
+        tables, acl = self.replicas.detached().snapshot, self.acl
+
+        def encode() -> bytes:
+            data = tables()
+            if not acl.origin:
+                return data
+            document = {"origin": acl.origin, "version": acl.state.version, "document": dump_acl_toml(acl.state)}
+            return data[:-1] + b',"acl":' + orjson.dumps(document) + b"}"
+        return encode
 
     def restore(self, data: bytes) -> None:
         self.replicas = ReplicasInfo.restore(data)
+        body = orjson.loads(data).get("acl") if data else None
+        self.acl = ReplicatedAcl() if body is None else apply_document(
+            ReplicatedAcl(), AclDocument(body["origin"], int(body["version"]), body["document"]))
+        self.acl_applied()
+

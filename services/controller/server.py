@@ -26,6 +26,8 @@ from services.controller.controller import Controller
 from services.controller.heap import watch_collections
 from services.controller.machine import ControllerMachine
 from services.controller.raft_driver import DriverLimits, RaftDriver
+from services.access.acl_admin import add_acl_admin_service
+from services.controller.acl import ControllerAcl
 from services.controller.service import ControllerServicer
 from services.controller.transport import RaftPeers, RaftTransportServicer
 from services.controller.watchers import Watchers
@@ -120,7 +122,9 @@ async def _start(config: ControllerConfig, server: grpc.aio.Server | None, clock
                                           ("grpc.max_send_message_length", config.max_message_bytes)],
                                  interceptors=server_interceptors())
     guarded = GuardedServer(server, guard)
-    pb_grpc.add_ControllerServiceServicer_to_server(ControllerServicer(controller), guarded)
+    acl = ControllerAcl(controller)
+    pb_grpc.add_ControllerServiceServicer_to_server(ControllerServicer(controller, acl), guarded)
+    add_acl_admin_service(guarded, acl)  # users and ACLs committed here (services/controller/acl.py)
     pb_grpc.add_RaftTransportServicer_to_server(
         RaftTransportServicer(config.group, me.node_id, {p.node_id for p in config.peers}, controller.driver.deliver),
         guarded)

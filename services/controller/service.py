@@ -8,6 +8,9 @@ Rules:
 - Heartbeats and metadata are answered by any member; everything else by the leader only.
   The leader's heartbeat reply carries the broker's group view (a master confirms its role
   with it after a pause).
+- SyncAcl (a container's copy of the users and ACLs) is answered by the leader only: its
+  origin, version and container names are checked here; the seed document is checked by
+  ``metadata.acl_replication`` and a refusal is named in ``seed_refused``.
 - A watch that names a broker (cluster_name, broker_id >= 1) is that broker's session: its
   end is the broker's death (``Controller.session_ended``).
 """
@@ -21,11 +24,14 @@ from ha.controller.requests import (AlterSyncStateSet, ApplyBrokerId, CleanBroke
                                     Reply)
 from proto import controller_pb2 as pb
 from proto import controller_pb2_grpc as pb_grpc
+from metadata.acl_replication import MAX_DOCUMENT_BYTES, AclStamp, check_origin
+from services.controller.acl import AclNotCommitted, ControllerAcl
 from services.controller.controller import Controller, ControllerUnavailable
 from services.controller.watchers import TooManyWatchers
 
 MAX_NAME = 255
 MAX_ID = 2**31 - 1
+MAX_BROKERS_NAMED = 1_000
 
 
 class BadRequest(ValueError):
@@ -59,9 +65,26 @@ def _status(code: ResponseCode, remark: str = "", leader: str = "", address: str
     return pb.ControllerStatus(code=int(code), remark=remark, leader_id=leader, leader_address=address)
 
 
+def _sync_stamp(request) -> AclStamp:
+    if request.origin and (problem := check_origin(request.origin)) is not None:
+        raise BadRequest(f"origin: {problem.detail}")
+    if request.version < 0 or (request.version and not request.origin):
+        raise BadRequest(f"version {request.version} without an origin" if request.version >= 0
+                         else f"version must be >= 0, got {request.version}")
+    _name(request.container, "container")
+    if len(request.brokers) > MAX_BROKERS_NAMED:
+        raise BadRequest(f"at most {MAX_BROKERS_NAMED} brokers")
+    for broker in request.brokers:
+        _name(broker, "brokers")
+    if len(request.seed_document) > MAX_DOCUMENT_BYTES:
+        raise BadRequest(f"seed_document is longer than {MAX_DOCUMENT_BYTES} characters")
+    return AclStamp(request.origin, request.version)
+
+
 class ControllerServicer(pb_grpc.ControllerServiceServicer):
-    def __init__(self, controller: Controller) -> None:
+    def __init__(self, controller: Controller, acl: ControllerAcl | None = None) -> None:
         self.controller = controller
+        self.acl = acl or ControllerAcl(controller)
 
     async def _call(self, build, respond):
         """Convert with ``build``, submit, and answer with ``respond(status, reply)``."""
@@ -199,3 +222,20 @@ class ControllerServicer(pb_grpc.ControllerServiceServicer):
             watchers.unsubscribe(queue)
             if session is not None:
                 self.controller.session_ended(*session)
+
+    async def SyncAcl(self, request, context):
+        try:
+            known = _sync_stamp(request)
+        except BadRequest as exc:
+            return pb.SyncAclResponse(status=_status(ResponseCode.CONTROLLER_INVALID_REQUEST, str(exc)))
+        try:
+            answer = await self.acl.sync(known, request.seed_document or None, request.container,
+                                         tuple(request.brokers), self.controller.clock.monotonic_ms())
+        except AclNotCommitted as exc:
+            if self.controller.machine.serving:
+                return pb.SyncAclResponse(status=_status(ResponseCode.SYSTEM_ERROR, str(exc)))
+            leader, address = self.controller.leader()
+            return pb.SyncAclResponse(status=_status(ResponseCode.CONTROLLER_NOT_LEADER, str(exc), leader, address))
+        refused = f"{answer.refused.reason.value}: {answer.refused.detail}" if answer.refused else ""
+        return pb.SyncAclResponse(status=_status(ResponseCode.SUCCESS), origin=answer.stamp.origin,
+                                  version=answer.stamp.version, document=answer.text, seed_refused=refused)

@@ -100,10 +100,18 @@ class MessagingConfig:
         "authorizationMetadataFile", "",
         doc="TOML file of [[users]] and [[acls]] (docs/security.md; relative to the container file); when set, its "
             "users are the accounts authentication checks; watched while running, rewritten by the user and ACL "
-            "admin commands; required when authorizationEnabled")
+            "admin commands; required when authorizationEnabled.  When the container's brokers run in "
+            "enableControllerMode the users and ACLs live in the controller instead: this file only seeds a "
+            "controller that has none yet, and is neither watched nor rewritten")
     authorization_metadata_watch_interval_ms: int = config_field(
         "authorizationMetadataWatchIntervalMillis", 1_000, unit="ms", minimum=100, maximum=60_000,
-        doc="how often authorizationMetadataFile is checked for changes (modification time, size, inode)")
+        doc="how often authorizationMetadataFile is checked for changes (modification time, size, inode); under a "
+            "controller, how often the controller is asked whether its users and ACLs moved (a reply of a few "
+            "bytes unless they did)")
+    authorization_metadata_sync_timeout_ms: int = config_field(
+        "authorizationMetadataSyncTimeoutMillis", 5_000, unit="ms", minimum=0, maximum=60_000,
+        doc="under a controller, how long a starting container waits for the controller's users and ACLs before it "
+            "serves with its cached copy (or its authorizationMetadataFile); it keeps asking afterwards")
     inner_client_authentication_credentials: str = config_field(
         "innerClientAuthenticationCredentials", "",
         doc='what this container signs its own admin calls to other containers with (a slave\'s metadata sync), '

@@ -210,9 +210,11 @@ def decide_sync(enforced: AclStamp, offered: AclStamp, text: str | None) -> Sync
         return SyncOutcome(SyncStep.KEEP, detail=f"the controller answered {offered}, older than the enforced "
                                                  f"{enforced}: a stale answer never rolls back")
     if text is None:
-        return SyncOutcome(SyncStep.BAD, detail=f"the controller holds {offered} but sent no document")
+        return SyncOutcome(SyncStep.BAD, detail=f"the controller holds {offered} but sent no document; {enforced} "
+                                                f"stays enforced")
     if len(text.encode("utf-8")) > MAX_DOCUMENT_BYTES:
-        return SyncOutcome(SyncStep.BAD, detail=f"the document of {offered} is larger than {MAX_DOCUMENT_BYTES} bytes")
+        return SyncOutcome(SyncStep.BAD, detail=f"the document of {offered} is larger than {MAX_DOCUMENT_BYTES} bytes; "
+                                                f"{enforced} stays enforced")
     try:
         state = parse_acl_toml(text, _where(offered.origin, offered.version), version=offered.version)
     except ConfigError as exc:

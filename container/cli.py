@@ -78,22 +78,28 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     admin = subparsers.add_parser("admin", help="administer a running cluster (mqadmin's operations)",
                                   formatter_class=HelpFormatter)
-    admin.add_argument("--access-key", default=None, metavar="KEY",
-                       help="sign admin calls as this user (needed where authorizationEnabled); "
-                            "default: $RELAYMQ_ACCESS_KEY")
-    admin.add_argument("--secret-key", default=None, metavar="SECRET",
-                       help="the user's secret (visible to other local users in the process list: "
-                            "prefer $RELAYMQ_SECRET_KEY)")
-    admin.add_argument("--cluster-secret-file", default=None, metavar="FILE",
-                       help="prove the cluster secret (clusterAuthenticationSecretFile of the cluster's members) "
-                            "on every call: needed to reach a nameserver, controller or container internal port "
-                            "that checks it; default: $RELAYMQ_CLUSTER_SECRET_FILE")
+    add_credential_arguments(admin)
     admin_sub = admin.add_subparsers(dest="admin_command", metavar="ADMIN_COMMAND")
     parser.set_defaults(handler=lambda args: _help(parser))
     admin.set_defaults(handler=lambda args: _help(admin))
     for name in SUBCOMMAND_MODULES:
         importlib.import_module(name).register(subparsers, admin_sub)
     return parser
+
+
+def add_credential_arguments(parser: argparse.ArgumentParser) -> None:
+    """What a command calling admin APIs signs with (``relaymq admin``, ``relaymq offset-diff``);
+    :func:`container.cli_admin.set_caller_credentials` reads them."""
+    parser.add_argument("--access-key", default=None, metavar="KEY",
+                        help="sign admin calls as this user (needed where authorizationEnabled); "
+                             "default: $RELAYMQ_ACCESS_KEY")
+    parser.add_argument("--secret-key", default=None, metavar="SECRET",
+                        help="the user's secret (visible to other local users in the process list: "
+                             "prefer $RELAYMQ_SECRET_KEY)")
+    parser.add_argument("--cluster-secret-file", default=None, metavar="FILE",
+                        help="prove the cluster secret (clusterAuthenticationSecretFile of the cluster's members) "
+                             "on every call: needed to reach a nameserver, controller or container internal port "
+                             "that checks it; default: $RELAYMQ_CLUSTER_SECRET_FILE")
 
 
 def _help(parser: argparse.ArgumentParser) -> int:

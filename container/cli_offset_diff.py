@@ -8,7 +8,11 @@ Rules:
   ``--tolerance N`` are a stable interface that scripts rely on.
 - The job runs in-process; with no ``--master`` it uses ``local[*]``.
 - ``--replica`` fetches live replicas first (services/offset_fetch.py, plain Python with
-  timeouts), then runs the job on the fetched parquet; a replica that cannot be fetched
+  timeouts), then runs the job on the fetched parquet; the admin calls are signed as
+  ``relaymq admin`` signs them (``--access-key/--secret-key`` or ``RELAYMQ_ACCESS_KEY``/
+  ``RELAYMQ_SECRET_KEY``, and ``--cluster-secret-file``/``RELAYMQ_CLUSTER_SECRET_FILE``), which
+  a container with ``authorizationEnabled`` requires (a user allowed ``Get`` on the cluster,
+  ``Update`` on the groups and topics for ``--apply``); a replica that cannot be fetched
   is an error naming it, never a smaller diff.  ``--snapshot``/``--manifest`` files given
   with it are written into the same parquet (a dead master's files next to its live slaves:
   the diff a pre-online gate needs before the master is restarted).
@@ -66,6 +70,8 @@ def _add_fetch_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bind-address", metavar="ADDRESS", type=_address,
                         help="address the Spark driver binds (default: $SPARK_LOCAL_IP, else 127.0.0.1 with a local master)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    from container.cli import add_credential_arguments
+    add_credential_arguments(parser)  # the same keys and environment as relaymq admin
     parser.add_argument("--driver-memory", default=DEFAULT_DRIVER_MEMORY, metavar="SIZE",
                         help=f"JVM heap of the in-process Spark driver (default {DEFAULT_DRIVER_MEMORY}; Spark's own 1g spills at 10M keys)")
 
@@ -124,7 +130,16 @@ def _fetch(args: argparse.Namespace) -> str:
         folder = args.fetch_dir or (os.path.join(args.output, "fetch") if args.output else tempfile.mkdtemp(prefix="relaymq-offset-fetch-"))
         return write_parquet(result, folder, int(time.time() * 1000), files)
     except FetchError as exc:
-        raise CliError(f"offset-diff: {exc}", EXIT_ERROR) from None
+        raise CliError(f"offset-diff: {exc}{_credentials_hint(str(exc))}", EXIT_ERROR) from None
+
+
+def _credentials_hint(text: str) -> str:
+    from services.admin.client import CALLER_CREDENTIALS
+
+    if "UNAUTHENTICATED" in text and CALLER_CREDENTIALS.get() is None:
+        return (" (the container has authorization on: sign with --access-key K --secret-key S, or RELAYMQ_ACCESS_KEY "
+                "and RELAYMQ_SECRET_KEY)")
+    return ""
 
 
 def _snapshot_files(args: argparse.Namespace) -> list:
@@ -157,6 +172,19 @@ def _apply_live(args: argparse.Namespace) -> int | None:
         plan = read_live_plan(args.apply)
         return None if plan is None else apply_live_plan(plan, AdminOffsetApi(), args.apply_timeout_ms, out=sys.stdout)
     except LiveApplyError as exc:
+        raise CliError(f"offset-diff: {exc}{_credentials_hint(str(exc))}", EXIT_ERROR) from None
+
+
+def _sign_admin_calls(args: argparse.Namespace) -> None:
+    """The live fetch and apply call the masters' admin ports: sign them as ``relaymq admin``
+    does (--access-key/--secret-key or RELAYMQ_ACCESS_KEY/RELAYMQ_SECRET_KEY, and the cluster
+    secret); a bad combination is an input error, exit 1 (2 means "diverged" here)."""
+    from container.cli import CliError
+    from container.cli_admin import set_caller_credentials
+
+    try:
+        set_caller_credentials(args)
+    except CliError as exc:
         raise CliError(f"offset-diff: {exc}", EXIT_ERROR) from None
 
 
@@ -164,14 +192,7 @@ def _handle(args: argparse.Namespace) -> int:
     from container.cli import CliError
 
     args.progress = Progress(args.quiet)
-    secret_file = os.environ.get("RELAYMQ_CLUSTER_SECRET_FILE", "")
-    if secret_file:  # the live fetch and apply call the masters' admin ports: prove the cluster secret
-        from metadata.config import ConfigError
-        from services.cluster_auth import install_from_file
-        try:
-            install_from_file(secret_file)
-        except ConfigError as exc:
-            raise CliError(f"RELAYMQ_CLUSTER_SECRET_FILE: {exc}", EXIT_ERROR) from None
+    _sign_admin_calls(args)
     if args.apply and args.gate:
         raise CliError("offset-diff: --gate checks a rejoin before it happens; it does not combine with --apply", EXIT_ERROR)
     if args.apply:

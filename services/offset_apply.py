@@ -228,8 +228,13 @@ def apply_live_plan(plan: LivePlan, admin: OffsetAdmin, timeout_ms: int, out: Te
 class AdminOffsetApi:
     """:class:`OffsetAdmin` over the broker admin gRPC API of each master's container."""
 
-    def __init__(self, channel_factory: Callable[[str], Any] | None = None):
+    def __init__(self, channel_factory: Callable[[str], Any] | None = None, credentials=None):
+        """``credentials``: what each call is signed with (default: the caller's, which
+        ``relaymq offset-diff --access-key/--secret-key`` sets)."""
+        from services.admin.client import CALLER_CREDENTIALS
+
         self._channel_factory = channel_factory
+        self._credentials = credentials or CALLER_CREDENTIALS.get()
 
     def _call(self, address: str, method: str, request: Any, timeout_s: float) -> Any:
         import grpc
@@ -242,7 +247,8 @@ class AdminOffsetApi:
         options = [("grpc.max_send_message_length", MAX_FRAME_BYTES), ("grpc.max_receive_message_length", MAX_FRAME_BYTES)]
         channel = self._channel_factory(address) if self._channel_factory else internal_sync_channel(address, options=options)
         try:
-            return getattr(pb_grpc.BrokerAdminStub(channel), method)(request, timeout=timeout_s)
+            signed = self._credentials.metadata() if self._credentials is not None else None
+            return getattr(pb_grpc.BrokerAdminStub(channel), method)(request, timeout=timeout_s, metadata=signed)
         except grpc.RpcError as exc:
             raise AdminCallFailed(exc.code().name, exc.details() or exc.code().name) from None
         finally:

@@ -195,9 +195,19 @@ def write_parquet(result: FetchResult, out_dir: str, now_ms: int, files: Sequenc
 class AdminReplicaSource:
     """ReplicaSource over the broker admin gRPC API (GetConsumerOffsets, then TopicStatus per topic)."""
 
-    def __init__(self, config: FetchConfig, channel_factory: Callable[[str], object] | None = None):
+    def __init__(self, config: FetchConfig, channel_factory: Callable[[str], object] | None = None,
+                 credentials=None):
+        """``credentials``: what each call is signed with (default: the caller's, which
+        ``relaymq offset-diff --access-key/--secret-key`` sets); resolved here, on the caller's
+        thread, because the fetches run on a pool's threads."""
+        from services.admin.client import CALLER_CREDENTIALS
+
         self.config = config
         self._channel_factory = channel_factory
+        self._credentials = credentials or CALLER_CREDENTIALS.get()
+
+    def _signed(self):
+        return self._credentials.metadata() if self._credentials is not None else None
 
     def fetch(self, target: ReplicaTarget, timeout_s: float) -> FetchedReplica:
         import time
@@ -219,7 +229,7 @@ class AdminReplicaSource:
         try:
             stub = pb_grpc.BrokerAdminStub(channel)
             reply = stub.GetConsumerOffsets(pb.AdminGetConsumerOffsetsRequest(broker_name=target.broker_group),
-                                            timeout=max(0.001, deadline - time.monotonic()))
+                                            timeout=max(0.001, deadline - time.monotonic()), metadata=self._signed())
             try:
                 table = loads(reply.document, where=f"{target.broker_group}@{target.address} consumerOffset.json")
             except OffsetFileError as exc:
@@ -229,7 +239,7 @@ class AdminReplicaSource:
             for topic in topics:
                 try:
                     status = stub.TopicStatus(pb.AdminTopicStatusRequest(broker_name=target.broker_group, topic=topic),
-                                              timeout=max(0.001, deadline - time.monotonic()))
+                                              timeout=max(0.001, deadline - time.monotonic()), metadata=self._signed())
                 except grpc.RpcError as exc:
                     if exc.code() == grpc.StatusCode.NOT_FOUND:
                         continue  # offsets of a deleted topic: no queue bounds to check

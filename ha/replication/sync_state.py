@@ -7,9 +7,16 @@ Rules (reference 4.7, issues #5663, #6662, #6728):
   empty log, which joins the set like any other (issue 24: a fresh cluster stayed at a set of
   the master alone until its first write, so its first messages were acknowledged on one disk
   and a master lost before them left the group with nobody electable).
-* Caught-up tracking: a transfer records the master's max and the time; an ack reaching that
-  max marks the slave caught up at that time (now, if it equals the current max).  Learners
-  are never tracked and never join the set.
+* Caught-up tracking: a transfer records a mark, the master's max and the time; an ack reaching
+  a mark's max marks the slave caught up at that mark's time (now, if it reaches the current
+  max).  Marks are kept until an ack passes them (at most one per ``max_time / MARKS`` ms,
+  the oldest dropped beyond ``MARKS``: the lag is then over-estimated, never under), so
+  under steady load, where every ack trails the newest transfer, the slave is caught up
+  as of the newest mark its ack passed.  With the last transfer only (as before), an ack
+  that trailed the newest transfer by one batch never counted: a slave a few ms behind was
+  dropped from the set after ``haMaxTimeSlaveNotCatchup`` (found by bench/repeat_tests.py,
+  SYNC_FLUSH slaves under 150 messages/s with one core busy; the controller then had no one
+  to elect when the master was killed).  Learners are never tracked and never join the set.
 * Expand: a connected non-learner outside the set whose ack >= confirm offset and >= the last
   epoch's start is proposed for the set.  Shrink: a member is proposed out at once when its
   connection drops, and at the next check when it has not been caught up for
@@ -40,8 +47,10 @@ class SlaveProgress:
     connected: bool
     ack_offset: int = -1          # -1: no ack on this connection yet
     last_caught_up_ms: int | None = None
-    last_transfer_max: int = 0
-    last_transfer_ms: int = 0
+    marks: tuple[tuple[int, int], ...] = ()   # (master max, time) of transfers not acked yet, oldest first
+
+
+MARKS = 64  # transfer marks kept per slave (see "Caught-up tracking")
 
 
 class SyncStateTracker:
@@ -106,9 +115,17 @@ class SyncStateTracker:
 
     def on_transfer(self, slave_id: int, master_max: int, now_ms: int) -> None:
         old = self.slaves[slave_id]
-        caught = now_ms if old.ack_offset >= master_max and not old.learner else old.last_caught_up_ms
-        self.slaves[slave_id] = SlaveProgress(slave_id, old.learner, old.connected, old.ack_offset,
-                                              caught, master_max, now_ms)
+        if old.learner:
+            return
+        if old.ack_offset >= master_max:
+            self.slaves[slave_id] = dataclasses.replace(old, last_caught_up_ms=now_ms, marks=())
+            return
+        marks = old.marks
+        spacing = max(1, self.max_time_not_caught_up_ms // MARKS)
+        if marks and (master_max <= marks[-1][0] or now_ms - marks[-1][1] < spacing):
+            return  # the newest mark is recent enough: an ack passing it says as much
+        marks = (marks + ((master_max, now_ms),))[-MARKS:]
+        self.slaves[slave_id] = dataclasses.replace(old, marks=marks)
 
     def on_ack(self, slave_id: int, offset: int, master_max: int, last_epoch_start: int,
                now_ms: int) -> frozenset[int] | None:
@@ -116,11 +133,18 @@ class SyncStateTracker:
         old = self.slaves.get(slave_id)
         if old is None or offset < 0 or not old.connected:
             return None
-        caught = old.last_caught_up_ms
-        if not old.learner and offset >= old.last_transfer_max:
-            caught = now_ms if offset >= master_max else old.last_transfer_ms
-        self.slaves[slave_id] = SlaveProgress(slave_id, old.learner, True, max(old.ack_offset, offset), caught,
-                                              old.last_transfer_max, old.last_transfer_ms)
+        caught, marks = old.last_caught_up_ms, old.marks
+        if not old.learner:
+            if offset >= master_max:
+                caught, marks = now_ms, ()
+            else:
+                passed = 0
+                while passed < len(marks) and marks[passed][0] <= offset:
+                    passed += 1
+                if passed:
+                    caught = max(caught or 0, marks[passed - 1][1])
+                    marks = marks[passed:]
+        self.slaves[slave_id] = SlaveProgress(slave_id, old.learner, True, max(old.ack_offset, offset), caught, marks)
         self.recompute_confirm(master_max)
         current = self.proposed if self.proposed is not None else self.applied
         if old.learner or slave_id in current:

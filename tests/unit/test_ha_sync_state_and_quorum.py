@@ -151,3 +151,37 @@ def test_config_refuses_impossible_replica_counts():
     with pytest.raises(ConfigError):
         cfg(totalReplicas=2, minInSyncReplicas=3)
     assert cfg(brokerRole="SLAVE").broker_role is BrokerRole.SLAVE
+
+
+def test_a_slave_trailing_steady_load_by_a_batch_stays_caught_up():
+    """Found by bench/repeat_tests.py (one core busy, SYNC_FLUSH slaves, 150 messages/s): every
+    ack trailed the newest transfer by a batch or two, so with only the last transfer recorded
+    no ack ever "reached" it, the slave counted as not caught up since it joined, and after
+    haMaxTimeSlaveNotCatchup it was dropped from the set with a lag of 10 ms; the master was
+    killed next and the controller had no one to elect."""
+    t = SyncStateTracker(0, frozenset({0, 1}), 0, 1500, created_ms=0)
+    t.slave_connected(1, learner=False)
+    sent = []
+    for step in range(1, 1001):  # 5 s: a transfer every 5 ms, the ack of the one two batches back
+        now, master_max = step * 5, step * 1000
+        t.on_transfer(1, master_max, now)
+        sent.append(master_max)
+        if len(sent) > 2:
+            t.on_ack(1, sent[-3], master_max, 0, now)
+        assert t.check_shrink(now) is None, f"dropped at {now} ms while 10 ms behind"
+    assert t.slaves[1].last_caught_up_ms >= 5000 - 40
+
+
+def test_a_slave_that_really_falls_behind_is_dropped_after_the_limit():
+    t = SyncStateTracker(0, frozenset({0, 1}), 0, 1500, created_ms=0)
+    t.slave_connected(1, learner=False)
+    t.on_transfer(1, 1000, 10)
+    t.on_ack(1, 1000, 1000, 0, 12)  # caught up at 12
+    for step in range(1, 400):  # then its acks stay 1 s behind: transfers at t, acks of t - 1000 ms
+        now = 12 + step * 10
+        t.on_transfer(1, 1000 + step * 100, now)
+        behind = max(0, step - 100)
+        t.on_ack(1, 1000 + behind * 100, 1000 + step * 100, 0, now)
+    assert t.slaves[1].last_caught_up_ms in range(12 + 299 * 10 - 30, 12 + 299 * 10 + 1)  # 1 s behind the end
+    assert t.check_shrink(12 + 399 * 10 + 600) == frozenset({0})  # lag 1 s, then silence: past the 1.5 s limit
+    assert len(t.slaves[1].marks) <= 64

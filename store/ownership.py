@@ -17,9 +17,11 @@ Rules:
 * Bytes count by the ledger (:func:`plan`): for each segment, only the file of the epoch whose
   range covers it, and only within that range.  A file of another epoch, or of the right
   epoch past its sealed end, is what a fenced owner wrote after the fact: never read.
-* The file (:func:`encode`, :func:`decode`): text, one epoch per line
-  ``epoch owner start end`` (``-`` for none), after a count and a CRC32 line; a bad file is a
-  :class:`LedgerError` naming the line.
+* The files: one per epoch, written only by its owner (:class:`Claim`: it began; once sealed,
+  where it starts and which epoch it sealed at what end), text with a CRC line
+  (:func:`encode_claim`, :func:`decode_claim`; a bad file is a :class:`LedgerError` naming
+  the file and line).  :func:`assemble` makes the ledger from the claims; of two epochs that
+  sealed the same predecessor (two takeovers racing) the newer wins.
 * Pure: bytes and values in, values out.
 """
 from __future__ import annotations
@@ -27,7 +29,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass, replace
 
-FILE_NAME = "ownership"
+DIRECTORY = "ownership"
 _NONE = "-"
 
 
@@ -132,29 +134,85 @@ def plan(ledger: Ledger, files: frozenset[tuple[int, int]], segment_size: int) -
     return Plan(tuple(reads), tuple(sorted(files - used)))
 
 
-# --- the file -------------------------------------------------------------------------------------
-def encode(ledger: Ledger) -> bytes:
-    lines = "".join(f"{e.epoch} {e.owner or _NONE} {_text(e.start)} {_text(e.end)}\n" for e in ledger.entries)
-    body = lines.encode("utf-8")
-    return f"{len(ledger.entries)}\n{zlib.crc32(body)}\n".encode("ascii") + body
+# --- the files ------------------------------------------------------------------------------------
+# One file per epoch, ``ownership/<epoch, 20 digits>``, written only by that epoch's owner:
+# created when it begins (O_EXCL: two takeovers of one epoch cannot both succeed), replaced
+# (temp file, rename) when it seals.  Two takeovers racing never overwrite each other's
+# claims, as two writers of one ledger file would (a seal rename could drop a newer begin).
+
+@dataclass(frozen=True)
+class Claim:
+    """What one epoch's owner wrote: it began, and (once it sealed) where it starts and which
+    epoch it sealed at what end."""
+    epoch: int
+    owner: str
+    start: int | None = None
+    sealed: int | None = None       # the epoch it sealed
+    sealed_end: int | None = None
 
 
-def decode(data: bytes, where: str = FILE_NAME) -> Ledger:
+def claim_of(ledger: Ledger, epoch: int) -> Claim:
+    """The claim the owner of ``epoch`` writes for the ledger it just decided."""
+    entry = next(e for e in ledger.entries if e.epoch == epoch)
+    if entry.start is None:
+        return Claim(epoch, entry.owner)
+    before = [e for e in ledger.entries if e.epoch < epoch and e.start is not None]
+    sealed = before[-1] if before else None
+    return Claim(epoch, entry.owner, entry.start, sealed.epoch if sealed else None,
+                 sealed.end if sealed else None)
+
+
+def assemble(claims: list[Claim]) -> Ledger:
+    """The ledger the claims make, oldest first.  Two epochs that sealed the same predecessor
+    raced: the newer wins and the older owns nothing (it could never acknowledge: the newer
+    one had begun before its seal was read back, store.ownership's first rule)."""
+    entries = {0: Ownership(0, "", 0, None)}
+    for claim in sorted(claims, key=lambda c: c.epoch):
+        if claim.epoch in entries:
+            raise LedgerError(f"epoch {claim.epoch} claimed twice")
+        entries[claim.epoch] = Ownership(claim.epoch, claim.owner, None, None)
+    winners: dict[int, Claim] = {}
+    for claim in sorted(claims, key=lambda c: c.epoch):
+        if claim.start is not None:
+            if claim.sealed is None or claim.sealed not in entries or claim.sealed_end is None:
+                raise LedgerError(f"epoch {claim.epoch} started without sealing a known epoch")
+            winners[claim.sealed] = claim  # a newer claim on the same predecessor replaces an older
+    for sealed, claim in winners.items():
+        entries[sealed] = replace(entries[sealed], end=claim.sealed_end)
+        entries[claim.epoch] = replace(entries[claim.epoch], start=claim.start)
+    ledger = Ledger(tuple(entries[e] for e in sorted(entries)))
+    _check_order(ledger.entries, "ownership")
+    return ledger
+
+
+def encode_claim(claim: Claim) -> bytes:
+    line = " ".join((str(claim.epoch), claim.owner, _text(claim.start), _text(claim.sealed), _text(claim.sealed_end)))
+    body = (line + "\n").encode("utf-8")
+    return f"{zlib.crc32(body)}\n".encode("ascii") + body
+
+
+def decode_claim(data: bytes, where: str) -> Claim:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise LedgerError(f"{where}: not UTF-8 text (byte {exc.start})") from None
     lines = text.split("\n")
-    if len(lines) < 3 or lines[-1] != "":
-        raise LedgerError(f"{where}: truncated (expected a count line, a CRC line and entry lines)")
-    count, crc, entries = _int(lines[0], where, 1, "count"), _int(lines[1], where, 2, "CRC"), lines[2:-1]
-    if count != len(entries) or count == 0:
-        raise LedgerError(f"{where}: line 1 says {count} entries, the file has {len(entries)}")
-    if zlib.crc32("".join(line + "\n" for line in entries).encode("utf-8")) != crc:
-        raise LedgerError(f"{where}: line 2: CRC does not match the entries (a torn or edited file)")
-    parsed = tuple(_entry(line, where, number) for number, line in enumerate(entries, start=3))
-    _check_order(parsed, where)
-    return Ledger(parsed)
+    if len(lines) != 3 or lines[2] != "":
+        raise LedgerError(f"{where}: expected a CRC line and one claim line")
+    crc = _int(lines[0], where, 1, "CRC")
+    if zlib.crc32((lines[1] + "\n").encode("utf-8")) != crc:
+        raise LedgerError(f"{where}: line 1: CRC does not match the claim (a torn or edited file)")
+    fields = lines[1].split(" ")
+    if len(fields) != 5:
+        raise LedgerError(f"{where}: line 2: expected 'epoch owner start sealed sealedEnd', got {lines[1][:80]!r}")
+    epoch = _int(fields[0], where, 2, "epoch")
+    if epoch == 0 or not fields[1] or fields[1] == _NONE:
+        raise LedgerError(f"{where}: line 2: epoch 0 is never claimed, and an owner is an address")
+    start, sealed, end = (None if f == _NONE else _int(f, where, 2, name)
+                          for f, name in zip(fields[2:], ("start", "sealed", "sealedEnd")))
+    if (start is None) != (sealed is None) or (sealed is None) != (end is None):
+        raise LedgerError(f"{where}: line 2: start, sealed and sealedEnd are given together or not at all")
+    return Claim(epoch, fields[1], start, sealed, end)
 
 
 def _text(value: int | None) -> str:
@@ -167,33 +225,18 @@ def _int(text: str, where: str, line: int, what: str) -> int:
     return int(text)
 
 
-def _entry(line: str, where: str, number: int) -> Ownership:
-    fields = line.split(" ")
-    if len(fields) != 4:
-        raise LedgerError(f"{where}: line {number}: expected 'epoch owner start end', got {line[:80]!r}")
-    epoch = _int(fields[0], where, number, "epoch")
-    start = None if fields[2] == _NONE else _int(fields[2], where, number, "start")
-    end = None if fields[3] == _NONE else _int(fields[3], where, number, "end")
-    return Ownership(epoch, "" if fields[1] == _NONE else fields[1], start, end)
-
-
 def _check_order(entries: tuple[Ownership, ...], where: str) -> None:
     previous_end = 0
     for index, entry in enumerate(entries):
-        line = index + 3
-        if index and entry.epoch <= entries[index - 1].epoch:
-            raise LedgerError(f"{where}: line {line}: epoch {entry.epoch} is not newer than the one before")
-        if entry.start is None:  # a takeover not sealed yet (the newest), or interrupted: owns nothing
-            if entry.end is not None:
-                raise LedgerError(f"{where}: line {line}: an epoch with no start cannot have an end")
+        if entry.start is None:  # a takeover not sealed yet (the newest), or one that lost a race: owns nothing
             continue
         if entry.start < previous_end:
-            raise LedgerError(f"{where}: line {line}: starts at {entry.start}, before the previous end {previous_end}")
+            raise LedgerError(f"{where}: epoch {entry.epoch} starts at {entry.start}, before the previous end {previous_end}")
         if entry.end is not None:
             if entry.end < entry.start:
-                raise LedgerError(f"{where}: line {line}: ends at {entry.end}, before its start {entry.start}")
+                raise LedgerError(f"{where}: epoch {entry.epoch} ends at {entry.end}, before its start {entry.start}")
             previous_end = entry.end
         elif any(later.start is not None for later in entries[index + 1:]):
-            raise LedgerError(f"{where}: line {line}: epoch {entry.epoch} is not sealed but a later epoch started")
+            raise LedgerError(f"{where}: epoch {entry.epoch} is not sealed but a later epoch started")
         else:
             previous_end = entry.start

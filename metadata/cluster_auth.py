@@ -94,8 +94,8 @@ class ClusterVerifier:
         if time_text is None and nonce is None and given is None:
             return ProofRejection.MISSING
         if not (time_text and nonce and given) or len(nonce) > NONCE_MAX_CHARS or len(time_text) > 20 \
-                or not time_text.isdigit():
-            return ProofRejection.MALFORMED
+                or not (time_text.isascii() and time_text.isdigit() and nonce.isascii() and given.isascii()):
+            return ProofRejection.MALFORMED  # non-ASCII: compare_digest refuses it, int() takes "²" for a digit
         time_ms = int(time_text)
         if abs(time_ms - now_ms) > self.window_ms:
             return ProofRejection.CLOCK_SKEW

@@ -15,6 +15,8 @@ Rules:
   records stop and nothing but zeros follows to the end of the last file; zeros followed by
   anything else, or zeros before a later segment, are a torn tail and are cut as before.
   Recovery's cut drops the zeros too; they are written again with the next record.
+* A segment sealed by a takeover (store.ownership: another owner's, read up to where it was
+  sealed) ends there: the scan goes on at the next segment, as after a BLANK.
 * Replication moves whole records only: :meth:`read_raw` returns whole records (the slave
   checks them against the master's index, store.replica_index, before anything is
   written), :meth:`cut` fsyncs.
@@ -42,8 +44,9 @@ class ScanEnd:
 
 
 class CommitLog:
-    def __init__(self, directory: Path, segment_size: int):
-        self.files = SegmentedFile(directory, segment_size)
+    def __init__(self, directory: Path, segment_size: int, epoch: int = 0, plan=None):
+        """``epoch``, ``plan``: a store on shared storage (store.segmented_file, store.ownership)."""
+        self.files = SegmentedFile(directory, segment_size, epoch, plan)
         self.files.zero_ahead = ZERO_AHEAD_BYTES
         self.segment_size = segment_size
         starts = self.files.starts()
@@ -166,6 +169,10 @@ class CommitLog:
             segment = self.files.segment_start(offset)
             if segment not in starts:
                 return ScanEnd(offset, None)
+            sealed = self.files.sealed_end(segment)
+            if sealed is not None and offset >= sealed:  # a fenced owner's end: its rest is a hole, like a BLANK
+                offset, needed = segment + self.segment_size, 0
+                continue
             room = self.room(offset)
             want = min(room, max(SCAN_CHUNK_BYTES, needed))
             data = self.files.read(offset, want)

@@ -13,6 +13,13 @@ Rules:
   reader of the space (the commit log's scan) tells data from the zeros that follow it.
 * Creating, deleting and truncating a file fsyncs its directory, so a file that held
   acknowledged bytes cannot vanish after a crash.
+* Ownership epochs (issue 26, store.ownership): a store on shared storage names the files an
+  owner creates after a takeover by start and epoch (``<start>.e<epoch>``; epoch 0, the
+  store's first owner, keeps the plain name).  Opened with a ``plan`` (store.ownership.plan),
+  only the file of the epoch that owns each segment is opened, and it is read only up to its
+  sealed end: what a fenced owner wrote afterwards is never read, and a file it made is
+  never opened (:attr:`ignored`).  Without a plan every file must be plain (a store never
+  moved); an epoch-named file then is refused, naming it.
 * Plain ``os.pwrite``/``os.pread``/``os.fdatasync``.  Writes come from the event-loop thread;
   :meth:`sync` may run on the flush thread, and :func:`pwrite_all` on a file from
   :meth:`open_for_write` on another thread, whose caller keeps the file from being closed
@@ -28,8 +35,20 @@ from pathlib import Path
 NAME_DIGITS = 20
 
 
-def segment_name(start: int) -> str:
-    return f"{start:0{NAME_DIGITS}d}"
+def segment_name(start: int, epoch: int = 0) -> str:
+    return f"{start:0{NAME_DIGITS}d}" + (f".e{epoch}" if epoch else "")
+
+
+def parse_segment_name(name: str) -> tuple[int, int] | None:
+    """(start, epoch) of a segment file's name; None for any other file."""
+    digits, dot, suffix = name.partition(".")
+    if len(digits) != NAME_DIGITS or not digits.isdigit():
+        return None
+    if not dot:
+        return int(digits), 0
+    if suffix[:1] == "e" and suffix[1:].isdigit() and suffix[1:] != "0" and not suffix[1:].startswith("0"):
+        return int(digits), int(suffix[1:])
+    return None
 
 
 def fsync_directory(path: Path) -> None:
@@ -62,21 +81,43 @@ def pwrite_all(fd: int, position: int, data: bytes | memoryview) -> None:
 
 
 class SegmentedFile:
-    def __init__(self, directory: Path, segment_size: int):
+    def __init__(self, directory: Path, segment_size: int, epoch: int = 0, plan=None):
+        """``epoch``: the ownership epoch files created here are named with; ``plan``: a
+        store.ownership.Plan saying which file of which epoch counts, up to where (None: a
+        store never moved, every file plain)."""
         self.directory = Path(directory)
         self.segment_size = segment_size
+        self.epoch = epoch
         self._fds: dict[int, int] = {}
+        self._names: dict[int, str] = {}
+        self._ends: dict[int, int] = {}  # segment start -> sealed end (bytes past it belong to no one)
+        self.ignored: list[str] = []     # files of a fenced owner, never opened
         self.zero_ahead = 0  # bytes of zeros kept written past the data (0: files grow as written)
         self._zeroed: dict[int, int] = {}  # segment start -> file bytes written so far (data or zeros)
         self._lock = threading.Lock()
         make_directories(self.directory)
+        reads = None if plan is None else {(r.segment_start, r.epoch): r for r in plan.reads}
         for entry in sorted(self.directory.iterdir()):
-            if entry.is_file() and len(entry.name) == NAME_DIGITS and entry.name.isdigit():
-                start = int(entry.name)
-                if start % segment_size:
-                    raise ValueError(f"{entry}: segment start {start} is not a multiple of {segment_size}; "
-                                     f"was the segment size changed?")
-                self._fds[start] = os.open(entry, os.O_RDWR)
+            parsed = parse_segment_name(entry.name) if entry.is_file() else None
+            if parsed is None:
+                continue
+            start, file_epoch = parsed
+            if start % segment_size:
+                raise ValueError(f"{entry}: segment start {start} is not a multiple of {segment_size}; "
+                                 f"was the segment size changed?")
+            if reads is None:
+                if file_epoch:
+                    raise ValueError(f"{entry}: a segment of ownership epoch {file_epoch} (a moved broker's store); "
+                                     "it opens only with its ownership ledger")
+            elif (start, file_epoch) not in reads:
+                self.ignored.append(entry.name)
+                continue
+            else:
+                high = reads[(start, file_epoch)].high
+                if high is not None and high < start + segment_size:
+                    self._ends[start] = high
+            self._fds[start] = os.open(entry, os.O_RDWR)
+            self._names[start] = entry.name
 
     # --- shape ---------------------------------------------------------------------------
     def starts(self) -> list[int]:
@@ -86,8 +127,17 @@ class SegmentedFile:
         return offset - offset % self.segment_size
 
     def file_length(self, start: int) -> int:
+        """The bytes of segment ``start`` that count: its file's length, up to a sealed end."""
         fd = self._fds.get(start)
-        return os.fstat(fd).st_size if fd is not None else 0
+        if fd is None:
+            return 0
+        size = os.fstat(fd).st_size
+        sealed = self._ends.get(start)
+        return size if sealed is None else min(size, sealed - start)
+
+    def sealed_end(self, start: int) -> int | None:
+        """Where segment ``start``'s bytes end for good (a fenced owner's), or None."""
+        return self._ends.get(start)
 
     def end(self) -> int:
         """One past the last byte present in the last segment (0 when empty)."""
@@ -126,6 +176,7 @@ class SegmentedFile:
         creating the segment file if needed."""
         start = self.segment_start(offset)
         assert offset + length <= start + self.segment_size, "write crosses a segment boundary"
+        assert start not in self._ends, f"segment {start} is sealed (another owner's): never written"
         fd = self._fds.get(start)
         if fd is None:
             fd = self._create(start)
@@ -137,8 +188,8 @@ class SegmentedFile:
         fd = self._fds.get(start)
         if fd is None:
             return b""
-        length = min(length, start + self.segment_size - offset)
-        return os.pread(fd, length, offset - start)
+        length = min(length, self._ends.get(start, start + self.segment_size) - offset)
+        return os.pread(fd, length, offset - start) if length > 0 else b""
 
     def sync(self, low: int, high: int) -> None:
         """fdatasync every segment holding bytes of ``[low, high)``."""
@@ -157,9 +208,10 @@ class SegmentedFile:
     # --- lifecycle -----------------------------------------------------------------------
     def _create(self, start: int) -> int:
         with self._lock:
-            fd = os.open(self.directory / segment_name(start), os.O_RDWR | os.O_CREAT, 0o644)
+            name = segment_name(start, self.epoch)
+            fd = os.open(self.directory / name, os.O_RDWR | os.O_CREAT, 0o644)
             fsync_directory(self.directory)
-            self._fds[start] = fd
+            self._fds[start], self._names[start] = fd, name
             return fd
 
     def truncate(self, offset: int) -> None:
@@ -169,7 +221,7 @@ class SegmentedFile:
             for start in sorted(self._fds, reverse=True):
                 if start >= offset and not (start == offset and start == min(self._fds)):
                     os.close(self._fds.pop(start))
-                    os.unlink(self.directory / segment_name(start))
+                    os.unlink(self.directory / self._names.pop(start))
                 elif start + self.file_length_unlocked(start) > offset:
                     os.ftruncate(self._fds[start], offset - start)
                     os.fsync(self._fds[start])
@@ -184,7 +236,7 @@ class SegmentedFile:
             self._zeroed.pop(start, None)
             if fd is not None:
                 os.close(fd)
-                os.unlink(self.directory / segment_name(start))
+                os.unlink(self.directory / self._names.pop(start))
                 fsync_directory(self.directory)
 
     def close(self) -> None:
@@ -192,3 +244,4 @@ class SegmentedFile:
             for fd in self._fds.values():
                 os.close(fd)
             self._fds.clear()
+            self._names.clear()

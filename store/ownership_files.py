@@ -1,0 +1,87 @@
+"""The ownership claims of a broker store on shared storage, on disk (rules: store.ownership).
+
+Rules:
+- ``{storePathRootDir}/ownership/<epoch, 20 digits>``: one claim per epoch.  Beginning
+  writes a temporary file, fsyncs it and links it to its name (``link`` fails when the name
+  exists: two owners of one epoch cannot both begin), then fsyncs the directory.  Sealing
+  replaces the owner's own claim (temporary file, fsync, rename, directory fsync).
+  Temporary names carry the pid and a random part: two containers never share one.
+- :func:`read_ledger` assembles the ledger from every claim (none: a store owned by one
+  process since it was made, ``Ledger.fresh()``); a bad claim is a ``LedgerError`` naming it.
+- :func:`newer_claim` is the acknowledgement check's one system call: is there a claim newer
+  than the owner's epoch (a directory listing, no file read).
+"""
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+from store.ownership import DIRECTORY, Claim, Ledger, LedgerError, assemble, decode_claim, encode_claim
+from store.segmented_file import NAME_DIGITS, fsync_directory, make_directories
+
+
+def claim_path(root: Path, epoch: int) -> Path:
+    return Path(root) / DIRECTORY / f"{epoch:0{NAME_DIGITS}d}"
+
+
+def _epochs(directory: Path) -> list[int]:
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    return sorted(int(name) for name in names if len(name) == NAME_DIGITS and name.isdigit())
+
+
+def read_ledger(root: Path) -> Ledger:
+    directory = Path(root) / DIRECTORY
+    claims = []
+    for epoch in _epochs(directory):
+        path = claim_path(root, epoch)
+        claim = decode_claim(path.read_bytes(), str(path))
+        if claim.epoch != epoch:
+            raise LedgerError(f"{path}: holds the claim of epoch {claim.epoch}")
+        claims.append(claim)
+    return assemble(claims) if claims else Ledger.fresh()
+
+
+def newer_claim(root: Path, own_epoch: int) -> bool:
+    epochs = _epochs(Path(root) / DIRECTORY)
+    return bool(epochs) and epochs[-1] > own_epoch
+
+
+def _temporary(directory: Path, data: bytes) -> Path:
+    path = directory / f".claim.{os.getpid()}.{secrets.token_hex(6)}.tmp"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return path
+
+
+def write_begin(root: Path, claim: Claim) -> None:
+    """Begin ``claim.epoch``; ``LedgerError`` when another owner began it first."""
+    assert claim.start is None, claim
+    directory = Path(root) / DIRECTORY
+    make_directories(directory)
+    temporary = _temporary(directory, encode_claim(claim))
+    try:
+        os.link(temporary, claim_path(root, claim.epoch))
+    except FileExistsError:
+        raise LedgerError(f"{claim_path(root, claim.epoch)}: epoch {claim.epoch} was begun by another owner") from None
+    finally:
+        os.unlink(temporary)
+    fsync_directory(directory)
+
+
+def write_seal(root: Path, claim: Claim) -> None:
+    """Replace the owner's own claim with its sealed one."""
+    assert claim.start is not None, claim
+    directory = Path(root) / DIRECTORY
+    temporary = _temporary(directory, encode_claim(claim))
+    os.replace(temporary, claim_path(root, claim.epoch))
+    fsync_directory(directory)

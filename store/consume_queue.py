@@ -9,6 +9,12 @@ Rules:
 * A consume queue is never trusted beyond the commit log: :meth:`cut_beyond` drops every
   tail entry that ends past the log's end, physically (upstream bug #7689 served offsets
   that ran ahead of a truncated log).
+* On shared storage after takeovers (issue 26, store.ownership) a queue is read through
+  layers: each epoch's own files (``<start>.e<epoch>``, written sparse from the queue's max
+  offset at its takeover, no entry copied) serve the entries from that offset on, the older
+  epoch's files those below it (``ownership.queue_layers``).  A fenced old owner's late
+  entries go to its own files past the split, which no layer reads.  Only the newest layer
+  is written; a cut never goes below its split.
 * Written only from the event-loop thread; :meth:`sync` may run on the flush thread.
 """
 from __future__ import annotations
@@ -24,14 +30,20 @@ CUT_SCAN_ENTRIES = 4096
 
 
 class ConsumeQueue:
-    def __init__(self, topic: str, queue_id: int, directory: Path, segment_size: int):
+    def __init__(self, topic: str, queue_id: int, directory: Path, segment_size: int,
+                 layers: tuple[tuple[int, int], ...] = ((0, 0),)):
+        """``layers``: (epoch, first queue offset) oldest first, the newest written
+        (``store.ownership.queue_layers``; a store never moved has the one plain layer)."""
         self.topic, self.queue_id = topic, queue_id
         self.directory = directory
-        self.files = SegmentedFile(directory, segment_size)
+        moved = layers != ((0, 0),)
+        self._layers = [(split, SegmentedFile(directory, segment_size, epoch, only_epoch=moved))
+                        for epoch, split in layers]
+        self.split, self.files = self._layers[-1]
         self.entries_per_segment = segment_size // CQ_ENTRY_SIZE
-        starts = self.files.starts()
-        self.min_offset = starts[0] // CQ_ENTRY_SIZE if starts else 0
-        self.max_offset = self.files.end() // CQ_ENTRY_SIZE
+        starts = self._layers[0][1].starts()
+        self.min_offset = starts[0] // CQ_ENTRY_SIZE if starts else self.split
+        self.max_offset = max(self.split, self.files.end() // CQ_ENTRY_SIZE)
         self.dirty = False
 
     # --- writing -------------------------------------------------------------------------------
@@ -41,6 +53,7 @@ class ConsumeQueue:
         if not entries:
             return
         assert len(entries) % CQ_ENTRY_SIZE == 0, len(entries)
+        assert queue_offset >= self.split, (queue_offset, self.split)
         if self.max_offset == self.min_offset == 0 and not self.files.starts():
             self.min_offset = queue_offset - queue_offset % self.entries_per_segment
         segment_bytes = self.entries_per_segment * CQ_ENTRY_SIZE
@@ -62,7 +75,18 @@ class ConsumeQueue:
         count = min(count, self.max_offset - offset)
         if count <= 0 or offset < 0:
             return []
-        return decode_entries(self.files.read(offset * CQ_ENTRY_SIZE, count * CQ_ENTRY_SIZE))
+        files, upto = self._layer_of(offset)
+        count = min(count, upto - offset)
+        return decode_entries(files.read(offset * CQ_ENTRY_SIZE, count * CQ_ENTRY_SIZE))
+
+    def _layer_of(self, offset: int) -> tuple[SegmentedFile, int]:
+        """The files entry ``offset`` is read from, and where that layer's range ends."""
+        upto = self.max_offset
+        for split, files in reversed(self._layers):
+            if offset >= split:
+                return files, upto
+            upto = split
+        return self._layers[0][1], upto
 
     def entry(self, offset: int) -> CqEntry | None:
         found = self.entries(offset, 1)
@@ -72,8 +96,8 @@ class ConsumeQueue:
     def cut_beyond(self, log_end: int) -> int:
         """Drop tail entries that end past ``log_end``; returns how many were dropped."""
         keep = self.max_offset
-        while keep > self.min_offset:
-            low = max(self.min_offset, keep - CUT_SCAN_ENTRIES)
+        while keep > max(self.min_offset, self.split):
+            low = max(self.min_offset, self.split, keep - CUT_SCAN_ENTRIES)
             batch = self._read_range(low, keep)
             inside = [i for i, entry in enumerate(batch) if not entry.is_hole and entry.end <= log_end]
             if inside:
@@ -98,11 +122,12 @@ class ConsumeQueue:
 
     def advance_min(self, log_min: int) -> None:
         """Forget entries whose record is below the commit log's min (deleted by retention)."""
-        for start in self.files.starts()[:-1]:
+        for start in sorted({s for _, files in self._layers for s in files.starts()})[:-1]:
             last = self.entry(start // CQ_ENTRY_SIZE + self.entries_per_segment - 1)
             if last is not None and last.end <= log_min:
-                self.files.delete_segment(start)
-        starts = self.files.starts()
+                for _, files in self._layers:
+                    files.delete_segment(start)
+        starts = sorted({s for _, files in self._layers for s in files.starts()})
         base = max(self.min_offset, starts[0] // CQ_ENTRY_SIZE if starts else self.max_offset)
         count = self.max_offset - base
 
@@ -119,8 +144,9 @@ class ConsumeQueue:
             self.files.sync_all()
 
     def close(self) -> None:
-        self.files.close()
+        for _, files in self._layers:
+            files.close()
 
     def destroy(self) -> None:
-        self.files.close()
+        self.close()
         shutil.rmtree(self.directory, ignore_errors=True)

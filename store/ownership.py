@@ -134,6 +134,20 @@ def plan(ledger: Ledger, files: frozenset[tuple[int, int]], segment_size: int) -
     return Plan(tuple(reads), tuple(sorted(files - used)))
 
 
+def queue_layers(ledger: Ledger, splits: dict[int, int]) -> tuple[tuple[int, int], ...]:
+    """The file layers of one consume queue, oldest first: (epoch, first queue offset read
+    from that epoch's files).  ``splits``: each takeover epoch -> the queue's max offset when
+    that epoch took over (absent: the queue did not exist then, so whatever older files it
+    has were made by a fenced owner afterwards, and the queue starts again in that epoch)."""
+    layers: list[tuple[int, int]] = [(0, 0)]
+    for entry in ledger.entries[1:]:
+        if entry.start is None:
+            continue  # a takeover that never sealed, or lost a race: it made nothing that counts
+        split = splits.get(entry.epoch)
+        layers = layers + [(entry.epoch, split)] if split is not None else [(entry.epoch, 0)]
+    return tuple(layers)
+
+
 # --- the files ------------------------------------------------------------------------------------
 # One file per epoch, ``ownership/<epoch, 20 digits>``, written only by that epoch's owner:
 # created when it begins (O_EXCL: two takeovers of one epoch cannot both succeed), replaced

@@ -81,10 +81,11 @@ def pwrite_all(fd: int, position: int, data: bytes | memoryview) -> None:
 
 
 class SegmentedFile:
-    def __init__(self, directory: Path, segment_size: int, epoch: int = 0, plan=None):
+    def __init__(self, directory: Path, segment_size: int, epoch: int = 0, plan=None, only_epoch: bool = False):
         """``epoch``: the ownership epoch files created here are named with; ``plan``: a
         store.ownership.Plan saying which file of which epoch counts, up to where (None: a
-        store never moved, every file plain)."""
+        store never moved, every file plain); ``only_epoch``: open the files of ``epoch``
+        alone, skipping the others (a consume queue's layer, store.consume_queue)."""
         self.directory = Path(directory)
         self.segment_size = segment_size
         self.epoch = epoch
@@ -102,17 +103,19 @@ class SegmentedFile:
             if parsed is None:
                 continue
             start, file_epoch = parsed
+            if only_epoch and file_epoch != epoch:
+                continue
             if start % segment_size:
                 raise ValueError(f"{entry}: segment start {start} is not a multiple of {segment_size}; "
                                  f"was the segment size changed?")
-            if reads is None:
+            if reads is None and not only_epoch:
                 if file_epoch:
                     raise ValueError(f"{entry}: a segment of ownership epoch {file_epoch} (a moved broker's store); "
                                      "it opens only with its ownership ledger")
-            elif (start, file_epoch) not in reads:
+            elif reads is not None and (start, file_epoch) not in reads:
                 self.ignored.append(entry.name)
                 continue
-            else:
+            elif reads is not None:
                 high = reads[(start, file_epoch)].high
                 if high is not None and high < start + segment_size:
                     self._ends[start] = high

@@ -98,3 +98,74 @@ def test_the_claims_on_disk(tmp_path):
 
 def test_a_store_with_no_claims_is_its_first_owners(tmp_path):
     assert read_ledger(tmp_path) == Ledger.fresh() and not newer_claim(tmp_path, 0)
+
+
+# --- consume queues after a takeover: layered, nothing copied ----------------------------------------
+from store.consume_queue import ConsumeQueue  # noqa: E402
+from store.ownership import queue_layers  # noqa: E402
+
+CQ_SEG = 20 * 64  # 64 entries per segment
+
+
+def _commit_offsets(queue: ConsumeQueue, low: int, high: int) -> list[int]:
+    found = []
+    while low + len(found) < high:
+        more = queue.entries(low + len(found), high - low - len(found))
+        assert more, (low, len(found), high)
+        found += [e.commit_offset for e in more]
+    return found
+
+
+def test_a_consume_queue_after_a_takeover_reads_old_entries_below_the_split_and_its_own_above(tmp_path):
+    old = ConsumeQueue("T", 0, tmp_path, CQ_SEG)
+    for q in range(100):  # 1.5 segments: the takeover splits a partial segment
+        old.put_one(q, 1000 + q, 10, 0)
+    ledger = seal(begin_takeover(Ledger.fresh(), 5, "new"), 5000, SEG)
+    layers = queue_layers(ledger, {5: 100})
+    assert layers == ((0, 0), (5, 100))
+    new = ConsumeQueue("T", 0, tmp_path, CQ_SEG, layers)
+    assert (new.min_offset, new.max_offset) == (0, 100)
+    for q in range(100, 150):
+        new.put_one(q, 9000 + q, 10, 0)
+    for q in range(100, 130):  # the woken old owner's late entries, at the same queue offsets
+        old.put_one(q, 66_000 + q, 10, 0)
+    assert _commit_offsets(new, 0, 150) == [1000 + q for q in range(100)] + [9000 + q for q in range(100, 150)]
+    again = ConsumeQueue("T", 0, tmp_path, CQ_SEG, layers)
+    assert again.max_offset == 150 and _commit_offsets(again, 90, 150) == [1090 + i for i in range(10)] + [9000 + q for q in range(100, 150)]
+    assert not any(p.stat().st_size > CQ_SEG for p in tmp_path.iterdir())
+    assert {p.name for p in tmp_path.iterdir()} >= {segment_name(CQ_SEG, 5), segment_name(2 * CQ_SEG, 5)}  # sparse: written from the split
+    old.close(), new.close(), again.close()
+
+
+def test_a_queue_the_takeover_did_not_know_starts_again_in_the_new_epoch(tmp_path):
+    """Files of a queue a fenced owner created after the takeover count for nothing."""
+    fenced = ConsumeQueue("T", 1, tmp_path, CQ_SEG)
+    fenced.put_one(0, 70_000, 10, 0)
+    ledger = seal(begin_takeover(Ledger.fresh(), 5, "new"), 5000, SEG)
+    new = ConsumeQueue("T", 1, tmp_path, CQ_SEG, queue_layers(ledger, {}))
+    assert (new.min_offset, new.max_offset) == (0, 0)
+    new.put_one(0, 9000, 10, 0)
+    assert _commit_offsets(new, 0, 1) == [9000]
+    fenced.close(), new.close()
+
+
+def test_a_cut_never_goes_below_the_split(tmp_path):
+    old = ConsumeQueue("T", 0, tmp_path, CQ_SEG)
+    for q in range(10):
+        old.put_one(q, 1000 + q * 10, 10, 0)
+    layers = queue_layers(seal(begin_takeover(Ledger.fresh(), 2, "new"), 5000, SEG), {2: 10})
+    new = ConsumeQueue("T", 0, tmp_path, CQ_SEG, layers)
+    for q in range(10, 15):
+        new.put_one(q, 6000 + q * 10, 10, 0)
+    assert new.cut_beyond(6000 + 12 * 10) == 3 and new.max_offset == 12
+    assert new.cut_beyond(0) == 2 and new.max_offset == 10  # the entries below the split stay
+    assert _commit_offsets(new, 0, 10) == [1000 + q * 10 for q in range(10)]
+    old.close(), new.close()
+
+
+def test_queue_layers_skip_takeovers_that_never_sealed():
+    ledger = begin_takeover(Ledger.fresh(), 2, "target")  # interrupted
+    ledger = seal(begin_takeover(ledger, 3, "source"), 100, SEG)
+    ledger = seal(begin_takeover(ledger, 4, "third"), SEG + 2000, SEG)
+    assert queue_layers(ledger, {2: 5, 3: 7, 4: 9}) == ((0, 0), (3, 7), (4, 9))
+    assert queue_layers(ledger, {2: 5, 4: 9}) == ((3, 0), (4, 9))

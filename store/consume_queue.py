@@ -53,7 +53,11 @@ class ConsumeQueue:
         if not entries:
             return
         assert len(entries) % CQ_ENTRY_SIZE == 0, len(entries)
-        assert queue_offset >= self.split, (queue_offset, self.split)
+        if queue_offset < self.split:  # a replay of records below the split: the older layer holds them
+            skip = min(self.split - queue_offset, len(entries) // CQ_ENTRY_SIZE)
+            entries, queue_offset = entries[skip * CQ_ENTRY_SIZE:], queue_offset + skip
+            if not entries:
+                return
         if self.max_offset == self.min_offset == 0 and not self.files.starts():
             self.min_offset = queue_offset - queue_offset % self.entries_per_segment
         segment_bytes = self.entries_per_segment * CQ_ENTRY_SIZE

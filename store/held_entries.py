@@ -19,12 +19,25 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 from store.config import CQ_ENTRY_SIZE
 from store.cq_entry import ENTRY
 
 Run = tuple[str, int, int, bytes]   # (topic, queue id, first queue offset, entries)
+
+# one pending (written, not yet indexed) record: (end offset, topic, queue id, queue offset, CQ entry)
+Pending = tuple[int, str, int, int, bytes]
+
+
+def runs_of(pending: Sequence[Pending]) -> list[Run]:
+    """Pending records' entries as one run per queue (concatenated, from its first queue offset)."""
+    runs: dict[tuple[str, int], tuple[int, list[bytes]]] = {}
+    for _, topic, queue_id, queue_offset, entry in pending:
+        first, entries = runs.setdefault((topic, queue_id), (queue_offset, []))
+        assert first + len(entries) == queue_offset, "queue offsets are consecutive"
+        entries.append(entry)
+    return [(topic, queue_id, first, b"".join(entries)) for (topic, queue_id), (first, entries) in runs.items()]
 
 
 @dataclass(frozen=True)

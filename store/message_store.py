@@ -24,6 +24,9 @@ Rules:
   whose entries fail to write is committed with its entries held the same way, and the
   slave copies nothing more (``stage_raw`` refuses with DISK_FULL) until they are written:
   its replication driver closes the connection and connects again until space is back.
+* On shared storage (``shared``, store.takeover) a put is acknowledged only after its bytes
+  are written (SYNC_FLUSH: flushed) and no newer owner claimed the store; once one did, that
+  put and every later one fail (NotWritable).
 * Reading (get, offset search) lives in store.reader; this module owns writes and lifecycle.
 """
 from __future__ import annotations
@@ -45,11 +48,12 @@ from store.epoch_log import EpochLog
 from store.errors import (BadOffset, BadReplicationData, BatchTooLarge, DiskFull, FlushTimeout,
                           MessageTooLarge, NotWritable, StoreClosed, StoreError, StoreIOError)
 from store.flush import FlushHooks, FlushService
-from store.held_entries import HeldEntries, Run
+from store.held_entries import HeldEntries, Pending, Run, runs_of
 from store.queue_table import QueueTable
 from store.reader import Reader
 from store.record import Invalid
 from store.recovery import recover
+from store.takeover import fenced_reason, open_owned
 from store.replica_index import IndexCursor, StagedRun, check_indexed_run
 from store.results import GetResult, GetStatus, RecoveryReport
 
@@ -60,24 +64,13 @@ __all__ = ["MessageStore", "StoreConfig", "FlushDiskType", "GetResult", "GetStat
 log = logging.getLogger(__name__)
 WRITE_RETRY_MS = 1000   # a store whose write failed tries again at most this often
 
-# one pending (written, not yet indexed) record: (end offset, topic, queue id, queue offset, CQ entry)
-_Pending = tuple[int, str, int, int, bytes]
-
-
-def _runs_of(pending: Sequence[_Pending]) -> list[Run]:
-    """Pending records' entries as one run per queue (concatenated, from its first queue offset)."""
-    runs: dict[tuple[str, int], tuple[int, list[bytes]]] = {}
-    for _, topic, queue_id, queue_offset, entry in pending:
-        first, entries = runs.setdefault((topic, queue_id), (queue_offset, []))
-        assert first + len(entries) == queue_offset, "queue offsets are consecutive"
-        entries.append(entry)
-    return [(topic, queue_id, first, b"".join(entries)) for (topic, queue_id), (first, entries) in runs.items()]
-
-
 class MessageStore(Reader):
-    def __init__(self, config: StoreConfig, now_ms: Callable[[], int]):
+    def __init__(self, config: StoreConfig, now_ms: Callable[[], int], shared: str | None = None):
+        """``shared``: on shared storage, the opener's internal address (None: a local store)."""
         self.config = config
         self._now_ms = now_ms
+        self.shared = shared
+        self.ownership_epoch = 0
         root = config.store_path_root_dir
         self._checkpoint = CheckpointFile(root / "checkpoint")  # the loop's and the flush thread's
         self._log: CommitLog | None = None
@@ -86,7 +79,7 @@ class MessageStore(Reader):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._next_queue_offset: dict[tuple[str, int], int] = {}
         self._staged_end: int | None = None  # end of the runs staged beyond the log's end (a slave's)
-        self._pending: deque[_Pending] = deque()  # SYNC_FLUSH: written, awaiting fdatasync
+        self._pending: deque[Pending] = deque()  # SYNC_FLUSH: written, awaiting fdatasync
         self._waiters: deque[tuple[int, asyncio.Future]] = deque()
         self._listeners: list[Callable[[str, int, int], None]] = []
         self._write_listeners: list[Callable[[int], None]] = []
@@ -109,14 +102,15 @@ class MessageStore(Reader):
         root = self.config.store_path_root_dir
         try:
             root.mkdir(parents=True, exist_ok=True)
-            self._log = CommitLog(root / "commitlog", self.config.mapped_file_size_commit_log)
-            self._queues = QueueTable(root / "consumequeue", self.config.mapped_file_size_consume_queue)
-            self._queues.load()
+            opened = open_owned(root, self.config, self.shared)
         except (OSError, ValueError) as failure:
             raise StoreIOError(f"cannot open the store at {root}: {failure}") from None
+        self._log, self._queues, self.ownership_epoch, state = opened
+        if state != root:
+            self._checkpoint = CheckpointFile(state / "checkpoint")
         point = self._checkpoint.read()
         report = recover(self._log, self._queues, point)
-        self.epochs = EpochLog(root)
+        self.epochs = EpochLog(state)
         self.epochs.reconcile(self._log.min_offset, self._log.write_offset)
         self._indexed_offset = self._log.write_offset
         self._next_queue_offset = {(q.topic, q.queue_id): q.max_offset for q in self._queues.all()}
@@ -199,6 +193,7 @@ class MessageStore(Reader):
         self._notify_written()
         if self.config.flush_disk_type is FlushDiskType.ASYNC_FLUSH:
             self._index(pending)
+            self._check_still_owner()
             return stored
         waiter = self._loop.create_future()
         self._pending.extend(pending)
@@ -211,9 +206,15 @@ class MessageStore(Reader):
             await waiter
         finally:
             timeout.cancel()
+        self._check_still_owner()
         return stored
 
-    def _write(self, drafts: Sequence[MessageDraft]) -> tuple[list[StoredMessage], list[_Pending]]:
+    def _check_still_owner(self) -> None:
+        if self.shared is not None and (fenced := fenced_reason(self.config.store_path_root_dir, self.ownership_epoch)):
+            self._refusing_puts = fenced
+            raise NotWritable(fenced)
+
+    def _write(self, drafts: Sequence[MessageDraft]) -> tuple[list[StoredMessage], list[Pending]]:
         """Encode, assign queue offsets and append; nothing is assigned if anything is refused."""
         limit = min(self.config.max_message_size, self._log.max_record_size()) - record.HEADER_SIZE
         next_queue_offset = self._next_queue_offset
@@ -251,10 +252,10 @@ class MessageStore(Reader):
             pending.append((commit_offset + size, draft.topic, queue_id, queue_offset, entry))
         return stored, pending
 
-    def _index(self, pending: Sequence[_Pending]) -> None:
+    def _index(self, pending: Sequence[Pending]) -> None:
         """Write consume-queue entries (grouped per queue) and wake listeners."""
         if pending:
-            self._index_runs(_runs_of(pending), pending[-1][0])
+            self._index_runs(runs_of(pending), pending[-1][0])
 
     def _index_runs(self, runs: Sequence[tuple[str, int, int, bytes]], end_offset: int) -> None:
         """Write each queue's run of entries (concatenated, from its first queue offset), then wake listeners."""
@@ -292,9 +293,9 @@ class MessageStore(Reader):
                 else:
                     waiter.set_exception(StoreIOError(f"fdatasync failed: {error}"))
 
-    def _index_or_hold(self, ready: list[_Pending]) -> StoreError | None:
+    def _index_or_hold(self, ready: list[Pending]) -> StoreError | None:
         """Index durable records behind any held ones; a failed write holds them all (DISK_FULL)."""
-        return self._index_runs_or_hold(_runs_of(ready), ready[-1][0], "puts are refused")
+        return self._index_runs_or_hold(runs_of(ready), ready[-1][0], "puts are refused")
 
     def _index_runs_or_hold(self, runs: Sequence[Run], end_offset: int, refused: str) -> StoreError | None:
         self._held.hold(tuple(runs), end_offset)

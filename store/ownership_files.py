@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import zlib
 from pathlib import Path
 
 from store.ownership import DIRECTORY, Claim, Ledger, LedgerError, assemble, decode_claim, encode_claim
@@ -85,3 +86,39 @@ def write_seal(root: Path, claim: Claim) -> None:
     temporary = _temporary(directory, encode_claim(claim))
     os.replace(temporary, claim_path(root, claim.epoch))
     fsync_directory(directory)
+
+
+# --- the consume queues' splits of a takeover ---------------------------------------------------------
+# ``consumequeue/splits.e<epoch>``: each queue's max offset when ``epoch`` took the store over
+# (store.consume_queue reads below it from older files, from it on from the epoch's own), written
+# before the epoch's seal, so a sealed epoch always has its splits.
+
+def splits_path(root: Path, epoch: int) -> Path:
+    return Path(root) / "consumequeue" / f"splits.e{epoch}"
+
+
+def write_splits(root: Path, epoch: int, splits: dict[tuple[str, int], int]) -> None:
+    body = "".join(f"{topic} {queue_id} {split}\n" for (topic, queue_id), split in sorted(splits.items())).encode()
+    directory = splits_path(root, epoch).parent
+    make_directories(directory)
+    temporary = _temporary(directory, f"{zlib.crc32(body)}\n".encode() + body)
+    os.replace(temporary, splits_path(root, epoch))
+    fsync_directory(directory)
+
+
+def read_splits(root: Path, epoch: int) -> dict[tuple[str, int], int]:
+    path = splits_path(root, epoch)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise LedgerError(f"{path}: missing (a sealed takeover always writes its splits first)") from None
+    head, _, body = data.partition(b"\n")
+    if not head.isdigit() or zlib.crc32(body) != int(head):
+        raise LedgerError(f"{path}: line 1: CRC does not match (a torn or edited file)")
+    splits = {}
+    for number, line in enumerate(body.decode("utf-8", "replace").splitlines(), start=2):
+        fields = line.split(" ")
+        if len(fields) != 3 or not fields[1].isdigit() or not fields[2].isdigit():
+            raise LedgerError(f"{path}: line {number}: expected 'topic queueId split', got {line[:80]!r}")
+        splits[(fields[0], int(fields[1]))] = int(fields[2])
+    return splits

@@ -9,14 +9,19 @@ from __future__ import annotations
 import shutil
 import threading
 from pathlib import Path
+from typing import Callable
 
 from store.consume_queue import ConsumeQueue
 
 
 class QueueTable:
-    def __init__(self, directory: Path, segment_size: int):
+    def __init__(self, directory: Path, segment_size: int,
+                 layers_of: Callable[[str, int], tuple[tuple[int, int], ...]] | None = None):
+        """``layers_of(topic, queue_id)``: a moved store's consume-queue layers
+        (store.consume_queue; None: a store never moved)."""
         self.directory = directory
         self.segment_size = segment_size
+        self._layers_of = layers_of or (lambda topic, queue_id: ((0, 0),))
         self._queues: dict[tuple[str, int], ConsumeQueue] = {}
         self._lock = threading.Lock()
         self.generation = 0  # changes whenever a queue is created or deleted
@@ -30,7 +35,8 @@ class QueueTable:
             for queue_dir in sorted(topic_dir.iterdir()):
                 if queue_dir.is_dir() and queue_dir.name.isdigit():
                     key = (topic_dir.name, int(queue_dir.name))
-                    self._queues[key] = ConsumeQueue(key[0], key[1], queue_dir, self.segment_size)
+                    self._queues[key] = ConsumeQueue(key[0], key[1], queue_dir, self.segment_size,
+                                                     self._layers_of(*key))
 
     def get(self, topic: str, queue_id: int) -> ConsumeQueue | None:
         return self._queues.get((topic, queue_id))
@@ -38,7 +44,8 @@ class QueueTable:
     def get_or_create(self, topic: str, queue_id: int) -> ConsumeQueue:
         queue = self._queues.get((topic, queue_id))
         if queue is None:
-            queue = ConsumeQueue(topic, queue_id, self.directory / topic / str(queue_id), self.segment_size)
+            queue = ConsumeQueue(topic, queue_id, self.directory / topic / str(queue_id), self.segment_size,
+                                 self._layers_of(topic, queue_id))
             with self._lock:
                 self._queues[(topic, queue_id)] = queue
                 self.generation += 1

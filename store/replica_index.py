@@ -180,7 +180,6 @@ def check_indexed_run(data: bytes, offset: int, segment_size: int, index: tuple[
     compared with its entry; the entries sorted by position must not overlap, and what lies
     between them (BLANKs, messages no queue indexes) is walked and checked in full.
     """
-    length = len(data)
     reason = _check_slices(index, next_offsets)
     if reason is not None:
         return reason

@@ -1,0 +1,126 @@
+"""Opening a store on shared storage as its owner, and taking it over (issue 26; rules:
+store.ownership, docs/reassign.md).
+
+Rules:
+- :func:`open_owned`: a store with no claims opens as it always did (epoch 0, plain files);
+  with claims, only for the container the newest sealed claim names (a ``shared`` opener),
+  at that epoch: the commit log by the ledger's plan, each consume queue through its layers
+  (the splits of every sealed takeover), and the checkpoint and epoch file from
+  ``state.e<epoch>/``.
+- A shared store's owner acknowledges only while :func:`fenced_reason` finds no newer claim
+  (store.message_store checks it after each write, before answering).
+- :func:`take_over` (the target of a move, or a source taking a broker back): begin the new
+  epoch (from then on the old owner acknowledges nothing), recover the old owner's log and
+  queues as they are (the scan from its checkpoint finds where its bytes end; nothing past it
+  counts), write the queues' splits, carry the checkpoint and epoch file into the new state
+  directory, then seal.  The store is closed again afterwards; the caller opens it as its
+  owner.  A takeover that fails before its seal leaves an epoch that owns nothing: the old
+  owner stays fenced, and the next takeover seals the old epoch.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from store.checkpoint_file import CheckpointFile
+from store.commit_log import CommitLog
+from store.epoch_file import FILE_NAME as EPOCH_FILE
+from store.ownership import Ledger, LedgerError, begin_takeover, claim_of, plan, queue_layers, seal
+from store.ownership_files import newer_claim, read_ledger, read_splits, write_begin, write_seal, write_splits
+from store.queue_table import QueueTable
+from store.recovery import recover
+from store.segmented_file import fsync_directory, make_directories, parse_segment_name
+
+
+def state_dir(root: Path, epoch: int) -> Path:
+    return root if epoch == 0 else root / f"state.e{epoch}"
+
+
+def _files(directory: Path) -> frozenset[tuple[int, int]]:
+    if not directory.exists():
+        return frozenset()
+    return frozenset(parsed for name in os.listdir(directory) if (parsed := parse_segment_name(name)) is not None)
+
+
+def _open(root: Path, config, ledger: Ledger, epoch: int) -> tuple[CommitLog, QueueTable]:
+    """The log and queues as ``ledger`` says (``epoch``: the files written from now on)."""
+    segment = config.mapped_file_size_commit_log
+    moved = ledger != Ledger.fresh()
+    log = CommitLog(root / "commitlog", segment, epoch,
+                    plan(ledger, _files(root / "commitlog"), segment) if moved else None)
+    splits = {e.epoch: read_splits(root, e.epoch) for e in ledger.entries[1:] if e.start is not None}
+
+    def layers_of(topic: str, queue_id: int) -> tuple[tuple[int, int], ...]:
+        return queue_layers(ledger, {e: found[(topic, queue_id)] for e, found in splits.items()
+                                     if (topic, queue_id) in found})
+
+    queues = QueueTable(root / "consumequeue", config.mapped_file_size_consume_queue, layers_of if moved else None)
+    queues.load()
+    return log, queues
+
+
+def open_owned(root: Path, config, shared: str | None) -> tuple[CommitLog, QueueTable, int, Path]:
+    """(log, queues, ownership epoch, state directory) of the store at ``root``; ValueError
+    (with the owner's name) when this opener does not own it."""
+    try:
+        ledger = read_ledger(root)
+    except LedgerError as failure:
+        raise ValueError(str(failure)) from None
+    if ledger == Ledger.fresh():
+        return (*_open(root, config, ledger, 0), 0, root)
+    owning = ledger.newest
+    if shared is None or owning.start is None or owning.owner != shared:
+        raise ValueError(f"the store was moved: it is owned by {owning.owner or 'nobody'} at ownership epoch "
+                         f"{owning.epoch}{'' if owning.start is not None else ' (a takeover in progress)'}; "
+                         f"{'this container is ' + shared if shared else 'it opens on shared storage only'}")
+    return (*_open(root, config, ledger, owning.epoch), owning.epoch, state_dir(root, owning.epoch))
+
+
+def fenced_reason(root: Path, epoch: int) -> str | None:
+    """Why the owner at ``epoch`` may not acknowledge (a newer claim exists), or None.  Read
+    after the bytes are written: an acknowledged put is then inside the new owner's seal."""
+    if newer_claim(root, epoch):
+        return (f"the store at {root} was taken over by a newer owner (ownership epoch {epoch} is fenced); "
+                "this put is not acknowledged")
+    return None
+
+
+@dataclass(frozen=True)
+class Takeover:
+    epoch: int
+    sealed_end: int        # where the previous owner's bytes end
+    starts_at: int         # where this epoch's bytes start (the next segment boundary)
+    queues: int
+
+
+def take_over(config, owner: str, epoch: int) -> Takeover:
+    root = config.store_path_root_dir
+    before = read_ledger(root)
+    begun = begin_takeover(before, epoch, owner)
+    write_begin(root, claim_of(begun, epoch))          # from here the old owner acknowledges nothing
+    previous = before.owning()  # whose bytes end where this takeover seals
+    old_state = state_dir(root, previous.epoch)
+    log, queues = _open(root, config, before, previous.epoch)
+    try:
+        point = CheckpointFile(old_state / "checkpoint").read()
+        recover(log, queues, point)
+        end = log.write_offset
+        sealed = seal(begun, end, config.mapped_file_size_commit_log)
+        write_splits(root, epoch, {(q.topic, q.queue_id): q.max_offset for q in queues.all()})
+        log.files.sync_all()
+        queues.sync_all()
+    finally:
+        queues.close()
+        log.files.close()
+    new_state = state_dir(root, epoch)
+    make_directories(new_state)
+    for name in ("checkpoint", EPOCH_FILE):
+        if (old_state / name).exists():
+            shutil.copyfile(old_state / name, new_state / name)
+            with open(new_state / name, "rb+") as copied:
+                os.fsync(copied.fileno())
+    fsync_directory(new_state)
+    write_seal(root, claim_of(sealed, epoch))
+    return Takeover(epoch, end, sealed.newest.start, len(queues.all()))

@@ -69,9 +69,8 @@ class MessageStore(Reader):
         """``shared``: on shared storage, the opener's internal address (None: a local store)."""
         self.config = config
         self._now_ms = now_ms
-        self.shared = shared
-        self.ownership_epoch = 0
-        root = config.store_path_root_dir
+        self.shared, self.ownership_epoch = shared, 0
+        root = self.state_dir = config.store_path_root_dir  # state_dir: checkpoint, epochs, the broker's config/
         self._checkpoint = CheckpointFile(root / "checkpoint")  # the loop's and the flush thread's
         self._log: CommitLog | None = None
         self._queues: QueueTable | None = None
@@ -107,7 +106,7 @@ class MessageStore(Reader):
             raise StoreIOError(f"cannot open the store at {root}: {failure}") from None
         self._log, self._queues, self.ownership_epoch, state = opened
         if state != root:
-            self._checkpoint = CheckpointFile(state / "checkpoint")
+            self._checkpoint, self.state_dir = CheckpointFile(state / "checkpoint"), state
         point = self._checkpoint.read()
         report = recover(self._log, self._queues, point)
         self.epochs = EpochLog(state)

@@ -12,8 +12,10 @@ Rules:
 - :func:`take_over` (the target of a move, or a source taking a broker back): begin the new
   epoch (from then on the old owner acknowledges nothing), recover the old owner's log and
   queues as they are (the scan from its checkpoint finds where its bytes end; nothing past it
-  counts), write the queues' splits, carry the checkpoint and epoch file into the new state
-  directory, then seal.  The store is closed again afterwards; the caller opens it as its
+  counts), write the queues' splits, carry the checkpoint, the epoch file and the broker's
+  tables (``config/``: topics, groups, consumer offsets, pop, timer and transaction state)
+  into the new state directory, where a woken old owner's stale rename cannot reach them,
+  then seal.  The store is closed again afterwards; the caller opens it as its
   owner.  A takeover that fails before its seal leaves an epoch that owns nothing: the old
   owner stays fenced, and the next takeover seals the old epoch.
 """
@@ -116,11 +118,14 @@ def take_over(config, owner: str, epoch: int) -> Takeover:
         log.files.close()
     new_state = state_dir(root, epoch)
     make_directories(new_state)
-    for name in ("checkpoint", EPOCH_FILE):
-        if (old_state / name).exists():
+    for name in ("checkpoint", EPOCH_FILE, *(f"config/{f.name}" for f in sorted((old_state / "config").glob("*.json*")))):
+        if (old_state / name).exists():  # the broker's tables (store.message_store.state_dir): a few small files
+            make_directories((new_state / name).parent)
             shutil.copyfile(old_state / name, new_state / name)
             with open(new_state / name, "rb+") as copied:
                 os.fsync(copied.fileno())
-    fsync_directory(new_state)
+    for directory in (new_state / "config", new_state):
+        if directory.exists():
+            fsync_directory(directory)
     write_seal(root, claim_of(sealed, epoch))
     return Takeover(epoch, end, sealed.newest.start, len(queues.all()))

@@ -103,7 +103,7 @@ class Broker:
         self.acting = acting or ActingState()
         self.fifo_locks = fifo_locks or FifoLocks(config.broker_name, lambda: config.broker_id, config, 1, clock, dict)
         self.name, self.cluster = config.broker_name, config.broker_cluster_name
-        config_dir = store.config.store_path_root_dir / "config"
+        config_dir = getattr(store, "state_dir", store.config.store_path_root_dir) / "config"  # a moved store's is its epoch's
         self.replication = replication if replication is not None else Unreplicated(config)
         self.topics = TopicManager(config, config_dir, on_change=self.replication.metadata_changed)
         self.groups = GroupManager(config_dir, on_change=self.replication.metadata_changed)

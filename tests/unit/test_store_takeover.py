@@ -90,3 +90,22 @@ def test_moving_back_and_forth(tmp_path):
         assert [e.owner for e in read_ledger(tmp_path).entries] == ["", "c2", "c1", "c2"]
         owner.shutdown()
     asyncio.run(scenario())
+
+
+def test_the_brokers_tables_move_to_the_new_epochs_state_and_a_stale_rename_cannot_reach_them(tmp_path):
+    async def scenario():
+        config = _config(tmp_path)
+        old = MessageStore(config, lambda: 1, shared="c1")
+        old.start()
+        (old.state_dir / "config").mkdir()
+        (old.state_dir / "config" / "consumerOffset.json").write_text('{"offsetTable": {"T@g": {"0": 40}}}')
+        await _put(old, "a", 3)
+        take_over(config, "c2", 1)
+        # the woken old owner persists its (older) offsets as it always does: to its own state
+        (old.state_dir / "config" / "consumerOffset.json").write_text('{"offsetTable": {"T@g": {"0": 12}}}')
+        new = MessageStore(config, lambda: 2, shared="c2")
+        new.start()
+        assert new.state_dir == tmp_path / "state.e1" != old.state_dir
+        assert "40" in (new.state_dir / "config" / "consumerOffset.json").read_text()
+        new.shutdown(), old.shutdown()
+    asyncio.run(scenario())

@@ -122,6 +122,7 @@ def main() -> int:
     print(f"# bench_authorization: {args.entries} ACL entries, single sends 16 in flight for {args.seconds} s, "
           f"receive(32)+ack of {args.count} with {args.consumers} loops, ASYNC_FLUSH, {args.rounds} rounds", flush=True)
     ratios: dict[str, list[float]] = {"send": [], "receive_ack": []}
+    cpu_ratios: dict[str, list[float]] = {"send": [], "receive_ack": []}  # server CPU per message, on / off
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         acl = tmp / "acl.toml"
@@ -132,13 +133,15 @@ def main() -> int:
             assert got[True]["enforced"] and not got[False]["enforced"], "authorization was not what the run says"
             for case in ratios:
                 ratios[case].append(got[True][case] / got[False][case])
+                cpu_ratios[case].append(got[True][case + "_cpu"] / got[False][case + "_cpu"])
             print(f"round {round_no + 1}: " + "; ".join(
                 f"{case}: on {got[True][case]:.0f} msg/s ({got[True][case + '_cpu']:.0f} ms CPU/1k), "
                 f"off {got[False][case]:.0f} msg/s ({got[False][case + '_cpu']:.0f} ms CPU/1k), "
                 f"on/off {got[True][case] / got[False][case]:.3f}" for case in ratios), flush=True)
     for case, values in ratios.items():
         print(f"{case}: authorization on / off, median {statistics.median(values):.3f} "
-              f"(min {min(values):.3f}, max {max(values):.3f})")
+              f"(min {min(values):.3f}, max {max(values):.3f}); server CPU per message on / off, median "
+              f"{statistics.median(cpu_ratios[case]):.3f} (min {min(cpu_ratios[case]):.3f}, max {max(cpu_ratios[case]):.3f})")
     return 0
 
 

@@ -46,6 +46,7 @@ from services.ha.replica import BrokerReplica
 from services.replicas.manager import ReplicasManager
 from store.config import StoreConfig
 from store.directory_lock import DirectoryLock, lock_directory
+from store.takeover import claim_if_unowned
 from store.message_store import MessageStore
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,9 @@ def bind_broker(entry: BrokerEntry, container: ContainerConfig) -> BrokerSpec:
             log.warning("%s: allAckInSyncStateSet acts only with enableControllerMode; this broker waits for "
                         "inSyncReplicas acks", entry.where)
     _check_acting(broker, controller_mode, entry.where)
+    if store.shared_storage and not container.grpc_server_port:
+        raise ConfigError(entry.where, "sharedStorage", "needs a fixed grpcServerPort: the container's client "
+                          "endpoint is its name in the store's ownership claims (docs/reassign.md)")
     try:
         ha = bind(HaConfig, values, entry.where)
     except ConfigError as failure:
@@ -195,13 +199,19 @@ class HostedBroker:
 
 
 async def open_broker(spec: BrokerSpec, clock: Clock, sink: TransactionCheckSink,
-                      acting_client: ActingClient | None = None) -> HostedBroker:
+                      acting_client: ActingClient | None = None, owner: str = "") -> HostedBroker:
     """Recover the store and start the broker: a configured master is master before its first
     call; a slave and every controller-mode broker start without a role (their replication
-    starts with :func:`start_replication`)."""
-    lock = lock_directory(spec.store.store_path_root_dir, f"relaymq broker {spec.canonical_name}")  # DirectoryLocked
+    starts with :func:`start_replication`).  ``owner``: this container's internal address,
+    which a store on shared storage (``sharedStorage``) opens as (store.takeover: the first
+    opener claims it; a store another container owns raises StoreIOError naming it)."""
+    shared = owner if spec.store.shared_storage else None
+    lock_name = f"lock.{owner.replace(':', '_').replace('/', '_')}" if shared else "lock"
+    lock = lock_directory(spec.store.store_path_root_dir, f"relaymq broker {spec.canonical_name}", lock_name)
     try:
-        store = MessageStore(spec.store, clock.now_ms)
+        if shared:
+            claim_if_unowned(spec.store, shared)
+        store = MessageStore(spec.store, clock.now_ms, shared=shared)
         report = store.start()
     except BaseException:
         lock.release()

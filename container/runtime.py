@@ -57,6 +57,7 @@ from services.messaging.server import add_broker_port, add_messaging_services, b
 from services.health import HealthService
 from services.cluster_auth import exempt_health, exempt_health_and_admin, server_interceptors
 from services.request_guard import GuardedServer, RequestGuard
+from store.errors import StoreIOError
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +105,12 @@ class BrokerContainer:
 
     # -- lifecycle -------------------------------------------------------------------------
 
+    @property
+    def identity(self) -> str:
+        """This container as a shared store's ownership claims name it: its client endpoint as
+        configured (``cluster-list`` shows it; ``reassign-broker --to`` names it)."""
+        return f"{self.config.broker_container_ip}:{self.config.grpc_server_port}"
+
     def _ports(self) -> list[tuple[str, str, int]]:
         c = self.config
         ports = [("grpcServerPort", c.client_bind_host, c.grpc_server_port), ("listenPort", c.admin_bind_address, c.listen_port),
@@ -125,7 +132,12 @@ class BrokerContainer:
         if self.config.start_embedded_namesrv:
             await self._start_nameserver()
         for spec in self.specs:
-            await self._open(spec)
+            try:
+                await self._open(spec)
+            except StoreIOError as refused:
+                if not (spec.store.shared_storage and "owned by" in str(refused)):
+                    raise
+                log.warning("%s: not served here: %s", spec.canonical_name, refused)  # the claims decide (docs/reassign.md)
         if isinstance(self.acl_store, ReplicatedAclStore):  # under a controller: its version before serving
             self.acl_store.container = f"{self.config.admin_bind_address}:{self.config.listen_port}"
             self.acl_store.brokers = lambda: tuple(sorted({h.name for h in self.hosted.values()}))
@@ -145,6 +157,9 @@ class BrokerContainer:
         self.tasks.declare("register-brokers", self.config.register_period_ms, self.registration.register_all, self.config.register_period_ms)
         self.tasks.declare("heartbeat", self.config.heartbeat_interval_ms, self.registration.heartbeat_all, self.config.heartbeat_interval_ms)
         self.tasks.declare("store-metrics", 5_000, self._refresh_store_metrics, 1_000)
+        if any(h.spec.store.shared_storage for h in self.hosted.values()):
+            self.tasks.declare("ownership", self.config.heartbeat_interval_ms, self._drop_taken_over,
+                               self.config.heartbeat_interval_ms)
         interval = self.messaging.authorization_metadata_watch_interval_ms
         if isinstance(self.acl_store, ReplicatedAclStore):
             self.tasks.declare("acl-controller-sync", interval, self.acl_store.sync, interval)
@@ -301,7 +316,7 @@ class BrokerContainer:
     # -- runtime changes (admin) -----------------------------------------------------------
 
     async def _open(self, spec: BrokerSpec) -> HostedBroker:
-        hosted = await open_broker(spec, self.clock, self.directory.sink, self.acting_client)
+        hosted = await open_broker(spec, self.clock, self.directory.sink, self.acting_client, owner=self.identity)
         self.hosted[spec.broker.broker_name + f"#{spec.broker.broker_id}"] = hosted
         if self.messaging.backlog_probe_interval_ms:
             hosted.broker.pop.backlog_hint = self.backlog
@@ -390,6 +405,15 @@ class BrokerContainer:
         await self._stop_broker_port(hosted.name, 0.5)
         await close_broker(hosted)
         return True
+
+    async def _drop_taken_over(self) -> None:
+        """A broker on shared storage whose store another container took over (docs/reassign.md,
+        fencing rule 5) is no longer served here: unregistered and closed, its store untouched."""
+        for hosted in list(self.hosted.values()):
+            why = hosted.store.fenced() if hosted.spec.store.shared_storage else None
+            if why is not None:
+                log.warning("%s: %s; no longer served here", hosted.spec.canonical_name, why)
+                await self.remove_broker(hosted.spec.broker.broker_cluster_name, hosted.name, hosted.spec.broker.broker_id)
 
     async def _topics_changed(self, broker_name: str) -> None:
         if self.registration is not None:

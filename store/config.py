@@ -64,6 +64,10 @@ class StoreConfig:
         doc="most consume-queue entries one get examines (tag filtering skips entries)")
     delete_files_batch_max: int = config_field(
         "deleteFileNum", 10, unit="segments", minimum=1, doc="most commit-log segments deleted per clean_expired run")
+    shared_storage: bool = config_field(
+        "sharedStorage", False,
+        doc="storePathRootDir is on storage other containers reach: the store is served by the container its "
+            "ownership claims name (the first to open it claims it), and can be moved (docs/reassign.md)")
 
     def __post_init__(self) -> None:
         where = "store config"

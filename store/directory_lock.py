@@ -63,11 +63,13 @@ def describe_holder(text: str) -> str:
     return f"process {words[0]}{what}"
 
 
-def lock_directory(directory: Path, what: str = "") -> DirectoryLock:
-    """Take the directory's lock (creating the directory); raise :class:`DirectoryLocked`."""
+def lock_directory(directory: Path, what: str = "", name: str = LOCK_FILE) -> DirectoryLock:
+    """Take the directory's lock (creating the directory); raise :class:`DirectoryLocked`.
+    ``name``: the lock file (a store on shared storage locks one per owner: two containers
+    may hold it, as a move needs, while one container never opens it twice)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / LOCK_FILE
+    path = directory / name
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

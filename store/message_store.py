@@ -69,7 +69,7 @@ class MessageStore(Reader):
         """``shared``: on shared storage, the opener's internal address (None: a local store)."""
         self.config = config
         self._now_ms = now_ms
-        self.shared, self.ownership_epoch = shared, 0
+        self.shared, self.ownership_epoch, self._fenced = shared, 0, None
         root = self.state_dir = config.store_path_root_dir  # state_dir: checkpoint, epochs, the broker's config/
         self._checkpoint = CheckpointFile(root / "checkpoint")  # the loop's and the flush thread's
         self._log: CommitLog | None = None
@@ -183,8 +183,8 @@ class MessageStore(Reader):
             raise BatchTooLarge(f"{len(drafts)} records in one put, more than maxBatchPut {self.config.max_batch_put}")
         if self._disk_full and not self._disk_space_back():
             raise DiskFull(f"disk usage above diskSpaceWarningLevelRatio {self.config.disk_space_warning_level_ratio}%")
-        if self._refusing_puts is not None:
-            raise NotWritable(self._refusing_puts)
+        if self._refusing_puts is not None or self._fenced is not None:
+            raise NotWritable(self._fenced or self._refusing_puts)
         if self._write_failure is not None and not self.retry_failed_writes():
             raise DiskFull(f"the store cannot write ({self._write_failure}); retrying every {WRITE_RETRY_MS} ms")
         self._loop = asyncio.get_running_loop()
@@ -209,9 +209,13 @@ class MessageStore(Reader):
         return stored
 
     def _check_still_owner(self) -> None:
-        if self.shared is not None and (fenced := fenced_reason(self.config.store_path_root_dir, self.ownership_epoch)):
-            self._refusing_puts = fenced
-            raise NotWritable(fenced)
+        if self.shared is not None and self.fenced():
+            raise NotWritable(self._fenced)
+
+    def fenced(self) -> str | None:
+        """A shared store another owner took over: why (every put is refused from then on)."""
+        self._fenced = self._fenced or fenced_reason(self.config.store_path_root_dir, self.ownership_epoch)
+        return self._fenced
 
     def _write(self, drafts: Sequence[MessageDraft]) -> tuple[list[StoredMessage], list[Pending]]:
         """Encode, assign queue offsets and append; nothing is assigned if anything is refused."""

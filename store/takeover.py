@@ -7,6 +7,7 @@ Rules:
   at that epoch: the commit log by the ledger's plan, each consume queue through its layers
   (the splits of every sealed takeover), and the checkpoint and epoch file from
   ``state.e<epoch>/``.
+- The first opener of a shared store no one claimed claims it (:func:`claim_if_unowned`).
 - A shared store's owner acknowledges only while :func:`fenced_reason` finds no newer claim
   (store.message_store checks it after each write, before answering).
 - :func:`take_over` (the target of a move, or a source taking a broker back): begin the new
@@ -87,6 +88,20 @@ def fenced_reason(root: Path, epoch: int) -> str | None:
         return (f"the store at {root} was taken over by a newer owner (ownership epoch {epoch} is fenced); "
                 "this put is not acknowledged")
     return None
+
+
+def claim_if_unowned(config, owner: str) -> bool:
+    """A store on shared storage that no one claimed yet is claimed by its first opener (epoch
+    1), so that two containers configured with it never both serve it: of two racing, the
+    second's claim fails (``write_begin`` links, never overwrites) and it finds the store
+    owned.  True when this opener claimed it."""
+    if read_ledger(config.store_path_root_dir) != Ledger.fresh():
+        return False
+    try:
+        take_over(config, owner, 1)
+    except LedgerError:
+        return False  # another opener claimed it first
+    return True
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ Rules:
   log can be read by eye and compared with upstream's.
 - The users and ACLs (:mod:`metadata.acl_replication`) ride the same log as one more event,
   :class:`AclDocument` (type id 100, not one of upstream's, which replicates no ACLs): the
-  whole state at a version, applied by the machine rather than the replica tables.
+  whole state at a version, applied by the machine rather than the replica tables.  A broker
+  move's record (:class:`ha.reassign.table.MoveRecord`, type id 101, issue 26) rides it too.
 - ``decode_event`` trusts its input (it comes from our own committed log): a malformed
   entry is a bug or corruption and raises ``CorruptEntry``.
 """
@@ -19,6 +20,7 @@ from typing import Union
 
 import orjson
 
+from ha.reassign.table import MoveRecord, move_from_json, move_to_json
 from metadata.acl_replication import AclDocument
 
 
@@ -63,7 +65,7 @@ class UpdateBrokerAddressEvent:
 
 
 Event = Union[AlterSyncStateSetEvent, ApplyBrokerIdEvent, ElectMasterEvent, CleanBrokerDataEvent,
-              UpdateBrokerAddressEvent, AclDocument]
+              UpdateBrokerAddressEvent, AclDocument, MoveRecord]
 
 EVENT_TYPE_IDS: dict[type, int] = {
     AlterSyncStateSetEvent: 1,
@@ -72,6 +74,7 @@ EVENT_TYPE_IDS: dict[type, int] = {
     CleanBrokerDataEvent: 5,
     UpdateBrokerAddressEvent: 6,
     AclDocument: 100,
+    MoveRecord: 101,
 }
 _HEADER = struct.Struct(">H")
 
@@ -93,6 +96,8 @@ def _to_json(event: Event) -> dict[str, object]:
                 "brokerAddress": event.broker_address, "brokerId": event.broker_id}
     if isinstance(event, AclDocument):
         return {"origin": event.origin, "version": event.version, "document": event.text}
+    if isinstance(event, MoveRecord):
+        return move_to_json(event.move)
     raise AssertionError(f"not a controller event: {event!r}")
 
 
@@ -113,6 +118,8 @@ def _from_json(type_id: int, body: dict) -> Event:
                                         int(body["brokerId"]))
     if type_id == 100:
         return AclDocument(str(body["origin"]), int(body["version"]), str(body["document"]))
+    if type_id == 101:
+        return MoveRecord(move_from_json(body))
     raise CorruptEntry(f"unknown controller event type id {type_id}")
 
 

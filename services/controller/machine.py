@@ -13,6 +13,8 @@ Rules:
   ``AclDocument``; ``acl_applied`` is told after each (the controller wakes waiting syncs).
   Snapshots carry them under the key ``acl`` next to the replica tables (an older snapshot
   without it restores to no users and ACLs).
+- Broker moves (``reassignments``, :mod:`ha.reassign.table`, issue 26) change only by an
+  applied ``MoveRecord``; snapshots carry them under ``reassignments``.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from ha.controller.liveness import BrokerLiveness
 from ha.controller.replicas import ReplicasInfo
 from ha.controller.requests import GroupView
 from ha.raft.types import Entry, Role, SoftState
+from ha.reassign.table import MoveRecord, Reassignments
 from metadata.acl_files import dump_acl_toml
 from metadata.acl_replication import AclDocument, ReplicatedAcl, apply_document
 
@@ -40,6 +43,7 @@ class ControllerMachine:
         self.replicas = ReplicasInfo()
         self.acl = ReplicatedAcl()
         self.acl_applied: Callable[[], None] = lambda: None
+        self.reassignments = Reassignments()  # broker moves (ha.reassign.table)
         self.liveness = liveness
         self._now_ms = now_ms
         self._publish = publish
@@ -85,6 +89,12 @@ class ControllerMachine:
                      len(self.acl.state.users), self.acl.state.entry_count)
             self.acl_applied()
             return
+        if isinstance(event, MoveRecord):
+            self.reassignments = self.reassignments.apply(event)
+            self.applied_events += 1
+            log.info("applied move of %s at index %s: %s (epoch %s, %s -> %s)", event.move.broker, entry.index,
+                     event.move.step.value, event.move.epoch, event.move.source, event.move.target)
+            return
         self.replicas.apply(event)
         self.applied_events += 1
         name = event.broker_name
@@ -98,10 +108,12 @@ class ControllerMachine:
 
     def snapshot_encoder(self) -> Callable[[], bytes]:
         """The tables as they are now, to encode in a worker thread (values are frozen)."""
-        tables, acl = self.replicas.detached().snapshot, self.acl
+        tables, acl, moves = self.replicas.detached().snapshot, self.acl, self.reassignments
 
         def encode() -> bytes:
             data = tables()
+            if moves.active or moves.finished:
+                data = data[:-1] + b',"reassignments":' + orjson.dumps(moves.to_json()) + b"}"
             if not acl.origin:
                 return data
             document = {"origin": acl.origin, "version": acl.state.version, "document": dump_acl_toml(acl.state)}
@@ -110,7 +122,10 @@ class ControllerMachine:
 
     def restore(self, data: bytes) -> None:
         self.replicas = ReplicasInfo.restore(data)
-        body = orjson.loads(data).get("acl") if data else None
+        whole = orjson.loads(data) if data else {}
+        moves = whole.get("reassignments")
+        self.reassignments = Reassignments() if moves is None else Reassignments.from_json(moves)
+        body = whole.get("acl")
         self.acl = ReplicatedAcl() if body is None else apply_document(
             ReplicatedAcl(), AclDocument(body["origin"], int(body["version"]), body["document"]))
         self.acl_applied()

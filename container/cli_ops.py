@@ -25,7 +25,6 @@ from container.cli_admin import (_add, _admin_call, _emit, _run, broker_id_optio
                                  in_range, name_option, namesrv_text, table)
 from container.cli_status import _route, ask_groups, groups_of_cluster, groups_of_route, try_call
 from proto import admin_pb2 as apb
-from services.admin.client import AdminRejected
 
 MQADMIN_TIME = "%Y-%m-%d#%H:%M:%S:%f"
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from container.config import IGNORED_ROCKETMQ_KEYS, BrokerEntry, ContainerConfig, refuse_plain_acl
@@ -58,6 +58,7 @@ class BrokerSpec:
     store: StoreConfig
     ha: HaConfig
     where: str
+    values: dict = field(default_factory=dict, compare=False)  # the keys as bound (a move hands them on)
 
     @property
     def identity(self) -> tuple[str, str, int]:
@@ -98,7 +99,7 @@ def bind_broker(entry: BrokerEntry, container: ContainerConfig) -> BrokerSpec:
         ha = bind(HaConfig, values, entry.where)
     except ConfigError as failure:
         raise ConfigError(entry.where, failure.key, failure.reason) from None
-    return BrokerSpec(broker, store, ha, entry.where)
+    return BrokerSpec(broker, store, ha, entry.where, {**values, "storePathRootDir": str(store.store_path_root_dir)})
 
 
 def _controller_mode(values: dict, where: str) -> bool:

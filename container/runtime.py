@@ -26,7 +26,7 @@ from container.config_loader import load_config_file
 from container.directory import ContainerDirectory
 from container.acting_adapter import ContainerActing
 from container.backlog_adapter import ContainerBacklog
-from container.hosted_broker import (BrokerSpec, HostedBroker, check_unique, close_broker, open_broker,
+from container.hosted_broker import (BrokerSpec, HostedBroker, bind_broker, check_unique, close_broker, open_broker,
                                      start_acting_mode, start_controller_mode, start_replication)
 from container.ports import check_port_not_listened, check_ports_distinct, check_ports_free
 from container.registration import Registration
@@ -36,7 +36,7 @@ from metadata.config import ConfigError
 from scheduler.clock import Clock, SystemClock
 from scheduler.pop.backlog_board import BoardSettings
 from scheduler.periodic import PeriodicTasks
-from proto import acting_pb2_grpc, backlog_pb2_grpc
+from proto import acting_pb2_grpc, backlog_pb2_grpc, reassign_pb2_grpc
 from services.acting.client import ActingClient
 from services.admin.client import Credentials
 from services.acting.escape import EscapeBridge
@@ -57,7 +57,11 @@ from services.messaging.server import add_broker_port, add_messaging_services, b
 from services.health import HealthService
 from services.cluster_auth import exempt_health, exempt_health_and_admin, server_interceptors
 from services.request_guard import GuardedServer, RequestGuard
+from container.config import BrokerEntry
+from services.reassign.service import MoveRefused, ReassignServicer
 from store.errors import StoreIOError
+from store.ownership import LedgerError
+from store.takeover import take_over
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +89,7 @@ class BrokerContainer:
         self.inner_credentials = inner_credentials
         self.clock = clock or SystemClock()
         self.hosted: dict[str, HostedBroker] = {}
+        self._released: dict[str, tuple[int, int, dict]] = {}  # broker -> (move epoch, end, keys): released for a move
         self.directory = ContainerDirectory(self)
         self.tasks = PeriodicTasks("container")
         self._nameserver_values = dict(nameserver_values or {})
@@ -225,6 +230,7 @@ class BrokerContainer:
         add_ha_service(internal, self.replication_master, lambda: self._ha_listener.port, self.client_endpoint_for)
         acting_pb2_grpc.add_ActingServiceServicer_to_server(ActingServicer(ContainerActing(self)), internal)
         backlog_pb2_grpc.add_BacklogServiceServicer_to_server(BacklogServicer(ContainerBacklog(self)), internal)
+        reassign_pb2_grpc.add_ReassignServiceServicer_to_server(ReassignServicer(self), internal)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, internal)
         self.ports["admin"] = self._bind(self._internal_server, "listenPort", self.config.admin_bind_address, self.config.listen_port)
         try:
@@ -405,6 +411,47 @@ class BrokerContainer:
         await self._stop_broker_port(hosted.name, 0.5)
         await close_broker(hosted)
         return True
+
+    async def release_broker(self, broker_name: str, epoch: int) -> tuple[int, dict]:
+        """A move's source (services.reassign.service): stop serving ``broker_name`` and close
+        its store cleanly; (its commit log's end, its configuration keys).  Asked again for the
+        same move: the same answer."""
+        released = self._released.get(broker_name)
+        if released is not None and released[0] == epoch:
+            return released[1], released[2]
+        hosted = next((h for h in self.hosted.values() if h.name == broker_name), None)
+        if hosted is None:
+            raise MoveRefused(grpc.StatusCode.NOT_FOUND, f"broker {broker_name} is not served by {self.identity}")
+        if not hosted.spec.store.shared_storage:
+            raise MoveRefused(grpc.StatusCode.FAILED_PRECONDITION, f"broker {broker_name} is not on shared storage "
+                              "(sharedStorage): it cannot move without copying")
+        spec = hosted.spec
+        await self.remove_broker(spec.broker.broker_cluster_name, hosted.name, spec.broker.broker_id)
+        end = hosted.store.commit_log_max_offset  # closed: nothing is written past it any more
+        self._released[broker_name] = (epoch, end, dict(spec.values))
+        log.warning("%s: released for a move at ownership epoch %d (store closed at %d)", spec.canonical_name, epoch, end)
+        return end, dict(spec.values)
+
+    async def open_moved_broker(self, broker_name: str, epoch: int, values: dict) -> tuple[int, int]:
+        """A move's target: take the store over at ``epoch`` and serve the broker; (the previous
+        owner's end, where this epoch starts)."""
+        try:
+            spec = bind_broker(BrokerEntry(values, f"moved broker {broker_name}"), self.config)
+        except ConfigError as bad:
+            raise MoveRefused(grpc.StatusCode.INVALID_ARGUMENT, str(bad)) from None
+        if not spec.store.shared_storage:
+            raise MoveRefused(grpc.StatusCode.FAILED_PRECONDITION, f"broker {broker_name} is not on shared storage")
+        if any(h.name == broker_name for h in self.hosted.values()):
+            raise MoveRefused(grpc.StatusCode.FAILED_PRECONDITION, f"{self.identity} already serves {broker_name}")
+        try:
+            taken = await asyncio.to_thread(take_over, spec.store, self.identity, epoch)
+        except LedgerError as refused:
+            raise MoveRefused(grpc.StatusCode.FAILED_PRECONDITION, f"the store's claims refuse the takeover: {refused}") from None
+        self._released.pop(broker_name, None)
+        await self.add_broker(spec)
+        log.warning("%s: taken over at ownership epoch %d (the previous owner's bytes end at %d)", spec.canonical_name,
+                    epoch, taken.sealed_end)
+        return taken.sealed_end, taken.starts_at
 
     async def _drop_taken_over(self) -> None:
         """A broker on shared storage whose store another container took over (docs/reassign.md,

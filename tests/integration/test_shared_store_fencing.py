@@ -96,3 +96,68 @@ def test_an_owner_taken_over_acknowledges_nothing_more_and_loses_nothing(tmp_pat
                 os.kill(container.process.pid, signal.SIGCONT)
             container.kill()
         nameserver.kill()
+
+
+def test_the_containers_calls_move_a_broker_under_load_and_lose_nothing(tmp_path: Path):
+    """The source releases broker-a (``ReassignService.Release``), the target takes its store over
+    and serves it (``Open``), as the controller's move will ask them: nothing copied, every
+    acknowledged message consumed from the target, and the target takes new sends."""
+    import asyncio
+    import json
+
+    import grpc
+
+    from proto import reassign_pb2 as rpb
+    from proto import reassign_pb2_grpc as rgrpc
+
+    nameserver = start_nameserver(tmp_path / "namesrv")
+    shared = tmp_path / "shared-store" / "broker-a"
+    broker = {"brokerName": "broker-a", "storePathRootDir": str(shared), "sharedStorage": True, "flushDiskType": "SYNC_FLUSH"}
+    source = ContainerProcess(tmp_path / "container-1", brokers=[broker], embedded_namesrv=False, namesrv_port=nameserver.port)
+    target = ContainerProcess(tmp_path / "container-2", brokers=[{"brokerName": "broker-b"}], embedded_namesrv=False,
+                              namesrv_port=nameserver.port)
+    clients: list[Client] = []
+
+    async def call(container: ContainerProcess, method: str, request):
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{container.admin_port}") as channel:
+            return await getattr(rgrpc.ReassignServiceStub(channel), method)(request, timeout=30)
+
+    try:
+        source.start()
+        target.start()
+        created = source.admin("update-topic", "--topic", "normal", "--type", "NORMAL", "-n", nameserver.address)
+        assert created.returncode == 0, created.stdout + created.stderr
+        producer = Client("produce", "--endpoint", source.endpoint, "--topic", "normal", "--rate", "300",
+                          "--seconds", "600", log_path=tmp_path / "producer.log")
+        clients.append(producer)
+        wait_started(producer)
+        _wait(lambda: _acked(producer) > 600, 30, "the load runs")
+        released = asyncio.run(call(source, "Release", rpb.ReleaseRequest(broker_name="broker-a", epoch=2)))
+        again = asyncio.run(call(source, "Release", rpb.ReleaseRequest(broker_name="broker-a", epoch=2)))
+        assert again == released and json.loads(released.broker_entry_json)["storePathRootDir"] == str(shared)
+        opened = asyncio.run(call(target, "Open", rpb.OpenRequest(broker_name="broker-a", epoch=2,
+                                                                   broker_entry_json=released.broker_entry_json)))
+        assert opened.sealed_end == released.sealed_end and read_ledger(shared).newest.owner == target.endpoint
+        producer.stop()
+        with pytest.raises(grpc.aio.AioRpcError) as refused:  # the claims refuse a second takeover at that epoch
+            asyncio.run(call(source, "Open", rpb.OpenRequest(broker_name="broker-a", epoch=2,
+                                                              broker_entry_json=released.broker_entry_json)))
+        assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        after = Client("produce", "--endpoint", target.endpoint, "--topic", "normal", "--rate", "300",
+                       "--seconds", "600", log_path=tmp_path / "producer-after.log")
+        clients.append(after)
+        wait_started(after)
+        _wait(lambda: _acked(after) > 100, 30, "the target takes sends")
+        after.stop()
+        consumer = Client("consume", "--endpoint", target.endpoint, "--topic", "normal", "--group", "after-move",
+                          "--seconds", "600", log_path=tmp_path / "consumer.log")
+        clients.append(consumer)
+        counts = drain([consumer], [producer, after], 60)
+        assert counts.lost == set(), f"{len(counts.lost)} acknowledged messages are not in the target's store"
+        assert not list((shared / "commitlog").glob("*.tmp"))
+    finally:
+        for client in clients:
+            client.stop()
+        for container in (source, target):
+            container.kill()
+        nameserver.kill()

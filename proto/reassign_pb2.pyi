@@ -1,0 +1,39 @@
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Optional as _Optional
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class ReleaseRequest(_message.Message):
+    __slots__ = ("broker_name", "epoch")
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    epoch: int
+    def __init__(self, broker_name: _Optional[str] = ..., epoch: _Optional[int] = ...) -> None: ...
+
+class ReleaseResponse(_message.Message):
+    __slots__ = ("sealed_end", "broker_entry_json")
+    SEALED_END_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ENTRY_JSON_FIELD_NUMBER: _ClassVar[int]
+    sealed_end: int
+    broker_entry_json: str
+    def __init__(self, sealed_end: _Optional[int] = ..., broker_entry_json: _Optional[str] = ...) -> None: ...
+
+class OpenRequest(_message.Message):
+    __slots__ = ("broker_name", "epoch", "broker_entry_json")
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ENTRY_JSON_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    epoch: int
+    broker_entry_json: str
+    def __init__(self, broker_name: _Optional[str] = ..., epoch: _Optional[int] = ..., broker_entry_json: _Optional[str] = ...) -> None: ...
+
+class OpenResponse(_message.Message):
+    __slots__ = ("sealed_end", "starts_at")
+    SEALED_END_FIELD_NUMBER: _ClassVar[int]
+    STARTS_AT_FIELD_NUMBER: _ClassVar[int]
+    sealed_end: int
+    starts_at: int
+    def __init__(self, sealed_end: _Optional[int] = ..., starts_at: _Optional[int] = ...) -> None: ...

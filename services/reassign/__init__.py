@@ -1,0 +1,1 @@
+"""Moving a broker between containers (issue 26): the containers' side of a move."""

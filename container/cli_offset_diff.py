@@ -221,7 +221,6 @@ def _handle(args: argparse.Namespace) -> int:
 def _run_bound(job, config, args: argparse.Namespace) -> int:
     """Run with the driver's address in the config and SPARK_LOCAL_IP exported for the JVM the
     session launches (the environment is restored afterwards)."""
-
     address, conf = spark_binding(args.bind_address, config.master or DEFAULT_MASTER, os.environ)
     before = os.environ.get("SPARK_LOCAL_IP")
     if address is not None:

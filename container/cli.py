@@ -30,6 +30,7 @@ SUBCOMMAND_MODULES = (
     "container.cli_controller",  # controller, admin controller commands
     "container.cli_offset_diff",  # offset-diff
     "container.cli_acl",  # admin: users and ACLs, migrate-acl
+    "container.cli_reassign",  # admin reassign-broker
 )
 # old option spellings still accepted, not shown in help
 HIDDEN_OPTION_STRINGS = frozenset({"--broker-name", "-bn"})

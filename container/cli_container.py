@@ -65,8 +65,9 @@ def build_container(config_path: str, broker_paths: str | None):
             binds += [("controllerDLegerPeers", peer.host)
                       for peer in parse_peers(str(values["controllerDLegerPeers"]), config_path) if peer.name == me]
     check_internal_binds(config_path, auth, binds)
-    if not entries:
-        raise ConfigError(config_path, None, "no brokers: add [[broker]] tables or brokerConfigPaths")
+    if not entries and not config.controller_addr:  # with a controller, brokers may be moved to it (reassign-broker)
+        raise ConfigError(config_path, None, "no brokers: add [[broker]] tables or brokerConfigPaths (or controllerAddr, "
+                                             "for a container that brokers are moved to)")
     specs = [bind_broker(entry, config) for entry in entries]
     messaging = bind(MessagingConfig, values, config_path)
     tls = load_tls_material(config, config_path)

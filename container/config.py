@@ -75,6 +75,9 @@ class ContainerConfig:
     metrics_port: int = config_field("metricsPromExporterPort", 5557, minimum=0, maximum=65535, unit="", doc="Prometheus /metrics port; 0 disables")
     metrics_host: str = config_field("metricsPromExporterHost", "127.0.0.1", doc="Prometheus /metrics bind address")
     register_period_ms: int = config_field("registerNameServerPeriod", 30_000, minimum=10_000, maximum=60_000, unit="ms", doc="full re-registration with the nameserver")
+    controller_addr: str = config_field("controllerAddr", "", doc="controller members (host:port;...) this container "
+                                        "reports itself to every brokerHeartbeatInterval, so that brokers can be moved to "
+                                        "and from it (reassign-broker); empty: its controller-mode brokers' controllerAddr")
     heartbeat_interval_ms: int = config_field("brokerHeartbeatInterval", 1_000, minimum=100, maximum=60_000, unit="ms", doc="lightweight heartbeat to the nameserver")
     broker_not_active_timeout_ms: int = config_field("brokerNotActiveTimeoutMillis", 10_000, minimum=1_000, maximum=600_000, unit="ms", doc="the nameserver drops a broker silent this long")
     admin_max_inbound_message_size: int = config_field(

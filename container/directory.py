@@ -77,6 +77,26 @@ class ContainerDirectory:
                 return hosted.broker
         return None
 
+    @property
+    def moved_away(self) -> bool:
+        """Some broker left this container by a move (services.messaging.moved_relay)."""
+        return bool(self.container.moves.moved_to)
+
+    def moved_target(self, topic: str, broker_name: str) -> str | None:
+        """The client endpoint a call for ``topic`` (a receive: of ``broker_name``'s queue) is
+        relayed to: where the broker that had it moved, when no broker here serves it."""
+        moved = self.container.moves.moved_to
+        if broker_name:
+            if broker_name in moved and self.local_broker(broker_name) is None:
+                return moved[broker_name][0]
+            return None
+        if not topic or self.local_master_for_topic(topic) is not None:
+            return None
+        return next((target for target, topics in moved.values() if topic in topics), None)
+
+    def relay_channel(self, endpoint: str):
+        return self.container.relays.channel(endpoint)
+
     def no_master_reason(self, topic: str) -> str:
         return no_master_reason(self._views(self._hosted()), topic, self.pinned_name)
 

@@ -26,7 +26,7 @@ from container.config_loader import load_config_file
 from container.directory import ContainerDirectory
 from container.acting_adapter import ContainerActing
 from container.backlog_adapter import ContainerBacklog
-from container.hosted_broker import (BrokerSpec, HostedBroker, bind_broker, check_unique, close_broker, open_broker,
+from container.hosted_broker import (BrokerSpec, HostedBroker, check_unique, close_broker, open_broker,
                                      start_acting_mode, start_controller_mode, start_replication)
 from container.ports import check_port_not_listened, check_ports_distinct, check_ports_free
 from container.registration import Registration
@@ -57,11 +57,9 @@ from services.messaging.server import add_broker_port, add_messaging_services, b
 from services.health import HealthService
 from services.cluster_auth import exempt_health, exempt_health_and_admin, server_interceptors
 from services.request_guard import GuardedServer, RequestGuard
-from container.config import BrokerEntry
-from services.reassign.service import MoveRefused, ReassignServicer
+from container.moves import ContainerMoves
+from services.reassign.service import ReassignServicer
 from store.errors import StoreIOError
-from store.ownership import LedgerError
-from store.takeover import take_over
 
 log = logging.getLogger(__name__)
 
@@ -89,14 +87,14 @@ class BrokerContainer:
         self.inner_credentials = inner_credentials
         self.clock = clock or SystemClock()
         self.hosted: dict[str, HostedBroker] = {}
-        self._released: dict[str, tuple[int, int, dict]] = {}  # broker -> (move epoch, end, keys): released for a move
+        self.moves = ContainerMoves(self)  # broker moves: release, open, resume, the report to the controller
         self.directory = ContainerDirectory(self)
         self.tasks = PeriodicTasks("container")
         self._nameserver_values = dict(nameserver_values or {})
         self._nameserver = None
         self._client_server: grpc.aio.Server | None = None
         self._broker_servers: dict[str, grpc.aio.Server] = {}  # broker name -> its own endpoint
-        self._relays = Relays(server_options(messaging))
+        self.relays = Relays(server_options(messaging))
         self.acting_client = ActingClient()  # escapes, hand-overs and lock grants to other containers
         self._internal_server: grpc.aio.Server | None = None
         self._ha_listener = HaListener(self.replication_master)
@@ -162,9 +160,9 @@ class BrokerContainer:
         self.tasks.declare("register-brokers", self.config.register_period_ms, self.registration.register_all, self.config.register_period_ms)
         self.tasks.declare("heartbeat", self.config.heartbeat_interval_ms, self.registration.heartbeat_all, self.config.heartbeat_interval_ms)
         self.tasks.declare("store-metrics", 5_000, self._refresh_store_metrics, 1_000)
-        if any(h.spec.store.shared_storage for h in self.hosted.values()):
-            self.tasks.declare("ownership", self.config.heartbeat_interval_ms, self._drop_taken_over,
-                               self.config.heartbeat_interval_ms)
+        self.tasks.declare("ownership", self.config.heartbeat_interval_ms, self._drop_taken_over,
+                           self.config.heartbeat_interval_ms)
+        self.tasks.declare("controller-report", self.config.heartbeat_interval_ms, self.moves.report)
         interval = self.messaging.authorization_metadata_watch_interval_ms
         if isinstance(self.acl_store, ReplicatedAclStore):
             self.tasks.declare("acl-controller-sync", interval, self.acl_store.sync, interval)
@@ -230,7 +228,7 @@ class BrokerContainer:
         add_ha_service(internal, self.replication_master, lambda: self._ha_listener.port, self.client_endpoint_for)
         acting_pb2_grpc.add_ActingServiceServicer_to_server(ActingServicer(ContainerActing(self)), internal)
         backlog_pb2_grpc.add_BacklogServiceServicer_to_server(BacklogServicer(ContainerBacklog(self)), internal)
-        reassign_pb2_grpc.add_ReassignServiceServicer_to_server(ReassignServicer(self), internal)
+        reassign_pb2_grpc.add_ReassignServiceServicer_to_server(ReassignServicer(self.moves), internal)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, internal)
         self.ports["admin"] = self._bind(self._internal_server, "listenPort", self.config.admin_bind_address, self.config.listen_port)
         try:
@@ -250,7 +248,7 @@ class BrokerContainer:
             return
         server = grpc.aio.server(options=broker_port_options(self.messaging))
         add_broker_port(server, hosted.replica, self.directory.pinned(hosted.name), self.messaging, self.clock,
-                        self.directory.registry, self._relays, accounts=self.accounts, guard=self.guard,
+                        self.directory.registry, self.relays, accounts=self.accounts, guard=self.guard,
                         acting=lambda: hosted.broker.is_acting, access=self.access)
         self.ports[f"broker:{hosted.name}"] = self._bind(server, f"listenPort of {hosted.name}",
                                                           self.config.client_bind_host, port)
@@ -305,12 +303,13 @@ class BrokerContainer:
             await self._stop_broker_port(name, grace)
         if self._client_server is not None:
             await self._client_server.stop(grace)
-        await self._relays.close()
+        await self.relays.close()
         if self.registration is not None:
             await self.registration.unregister_all()
         for key in list(self.hosted):
             await close_broker(self.hosted.pop(key))
         await self.acting_client.close()
+        await self.moves.close()
         await self._ha_listener.stop()
         if self._internal_server is not None:
             await self._internal_server.stop(0.5)
@@ -411,47 +410,6 @@ class BrokerContainer:
         await self._stop_broker_port(hosted.name, 0.5)
         await close_broker(hosted)
         return True
-
-    async def release_broker(self, broker_name: str, epoch: int) -> tuple[int, dict]:
-        """A move's source (services.reassign.service): stop serving ``broker_name`` and close
-        its store cleanly; (its commit log's end, its configuration keys).  Asked again for the
-        same move: the same answer."""
-        released = self._released.get(broker_name)
-        if released is not None and released[0] == epoch:
-            return released[1], released[2]
-        hosted = next((h for h in self.hosted.values() if h.name == broker_name), None)
-        if hosted is None:
-            raise MoveRefused(grpc.StatusCode.NOT_FOUND, f"broker {broker_name} is not served by {self.identity}")
-        if not hosted.spec.store.shared_storage:
-            raise MoveRefused(grpc.StatusCode.FAILED_PRECONDITION, f"broker {broker_name} is not on shared storage "
-                              "(sharedStorage): it cannot move without copying")
-        spec = hosted.spec
-        await self.remove_broker(spec.broker.broker_cluster_name, hosted.name, spec.broker.broker_id)
-        end = hosted.store.commit_log_max_offset  # closed: nothing is written past it any more
-        self._released[broker_name] = (epoch, end, dict(spec.values))
-        log.warning("%s: released for a move at ownership epoch %d (store closed at %d)", spec.canonical_name, epoch, end)
-        return end, dict(spec.values)
-
-    async def open_moved_broker(self, broker_name: str, epoch: int, values: dict) -> tuple[int, int]:
-        """A move's target: take the store over at ``epoch`` and serve the broker; (the previous
-        owner's end, where this epoch starts)."""
-        try:
-            spec = bind_broker(BrokerEntry(values, f"moved broker {broker_name}"), self.config)
-        except ConfigError as bad:
-            raise MoveRefused(grpc.StatusCode.INVALID_ARGUMENT, str(bad)) from None
-        if not spec.store.shared_storage:
-            raise MoveRefused(grpc.StatusCode.FAILED_PRECONDITION, f"broker {broker_name} is not on shared storage")
-        if any(h.name == broker_name for h in self.hosted.values()):
-            raise MoveRefused(grpc.StatusCode.FAILED_PRECONDITION, f"{self.identity} already serves {broker_name}")
-        try:
-            taken = await asyncio.to_thread(take_over, spec.store, self.identity, epoch)
-        except LedgerError as refused:
-            raise MoveRefused(grpc.StatusCode.FAILED_PRECONDITION, f"the store's claims refuse the takeover: {refused}") from None
-        self._released.pop(broker_name, None)
-        await self.add_broker(spec)
-        log.warning("%s: taken over at ownership epoch %d (the previous owner's bytes end at %d)", spec.canonical_name,
-                    epoch, taken.sealed_end)
-        return taken.sealed_end, taken.starts_at
 
     async def _drop_taken_over(self) -> None:
         """A broker on shared storage whose store another container took over (docs/reassign.md,

@@ -328,6 +328,84 @@ class SyncAclResponse(_message.Message):
     seed_refused: str
     def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., origin: _Optional[str] = ..., version: _Optional[int] = ..., document: _Optional[str] = ..., seed_refused: _Optional[str] = ...) -> None: ...
 
+class ContainerBroker(_message.Message):
+    __slots__ = ("name", "ownership_epoch", "entry_json")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OWNERSHIP_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    ENTRY_JSON_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    ownership_epoch: int
+    entry_json: str
+    def __init__(self, name: _Optional[str] = ..., ownership_epoch: _Optional[int] = ..., entry_json: _Optional[str] = ...) -> None: ...
+
+class ReportContainerRequest(_message.Message):
+    __slots__ = ("endpoint", "admin_address", "brokers", "shared")
+    ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    ADMIN_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    BROKERS_FIELD_NUMBER: _ClassVar[int]
+    SHARED_FIELD_NUMBER: _ClassVar[int]
+    endpoint: str
+    admin_address: str
+    brokers: _containers.RepeatedScalarFieldContainer[str]
+    shared: _containers.RepeatedCompositeFieldContainer[ContainerBroker]
+    def __init__(self, endpoint: _Optional[str] = ..., admin_address: _Optional[str] = ..., brokers: _Optional[_Iterable[str]] = ..., shared: _Optional[_Iterable[_Union[ContainerBroker, _Mapping]]] = ...) -> None: ...
+
+class ReportContainerResponse(_message.Message):
+    __slots__ = ("status",)
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    status: ControllerStatus
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ...) -> None: ...
+
+class MoveBrokerRequest(_message.Message):
+    __slots__ = ("broker_name", "to", "execute")
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    TO_FIELD_NUMBER: _ClassVar[int]
+    EXECUTE_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    to: str
+    execute: bool
+    def __init__(self, broker_name: _Optional[str] = ..., to: _Optional[str] = ..., execute: _Optional[bool] = ...) -> None: ...
+
+class MoveBrokerResponse(_message.Message):
+    __slots__ = ("status", "refused", "move_json")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_FIELD_NUMBER: _ClassVar[int]
+    MOVE_JSON_FIELD_NUMBER: _ClassVar[int]
+    status: ControllerStatus
+    refused: str
+    move_json: str
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., refused: _Optional[str] = ..., move_json: _Optional[str] = ...) -> None: ...
+
+class CancelMoveRequest(_message.Message):
+    __slots__ = ("broker_name",)
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    def __init__(self, broker_name: _Optional[str] = ...) -> None: ...
+
+class CancelMoveResponse(_message.Message):
+    __slots__ = ("status", "refused", "move_json")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_FIELD_NUMBER: _ClassVar[int]
+    MOVE_JSON_FIELD_NUMBER: _ClassVar[int]
+    status: ControllerStatus
+    refused: str
+    move_json: str
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., refused: _Optional[str] = ..., move_json: _Optional[str] = ...) -> None: ...
+
+class ListMovesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListMovesResponse(_message.Message):
+    __slots__ = ("status", "moves_json", "containers_json")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    MOVES_JSON_FIELD_NUMBER: _ClassVar[int]
+    CONTAINERS_JSON_FIELD_NUMBER: _ClassVar[int]
+    status: ControllerStatus
+    moves_json: str
+    containers_json: str
+    def __init__(self, status: _Optional[_Union[ControllerStatus, _Mapping]] = ..., moves_json: _Optional[str] = ..., containers_json: _Optional[str] = ...) -> None: ...
+
 class RaftEntry(_message.Message):
     __slots__ = ("term", "index", "data")
     TERM_FIELD_NUMBER: _ClassVar[int]

@@ -94,6 +94,26 @@ class ControllerServiceStub:
                 request_serializer=proto_dot_controller__pb2.SyncAclRequest.SerializeToString,
                 response_deserializer=proto_dot_controller__pb2.SyncAclResponse.FromString,
                 _registered_method=True)
+        self.ReportContainer = channel.unary_unary(
+                '/relaymq.internal.v1.ControllerService/ReportContainer',
+                request_serializer=proto_dot_controller__pb2.ReportContainerRequest.SerializeToString,
+                response_deserializer=proto_dot_controller__pb2.ReportContainerResponse.FromString,
+                _registered_method=True)
+        self.MoveBroker = channel.unary_unary(
+                '/relaymq.internal.v1.ControllerService/MoveBroker',
+                request_serializer=proto_dot_controller__pb2.MoveBrokerRequest.SerializeToString,
+                response_deserializer=proto_dot_controller__pb2.MoveBrokerResponse.FromString,
+                _registered_method=True)
+        self.CancelMove = channel.unary_unary(
+                '/relaymq.internal.v1.ControllerService/CancelMove',
+                request_serializer=proto_dot_controller__pb2.CancelMoveRequest.SerializeToString,
+                response_deserializer=proto_dot_controller__pb2.CancelMoveResponse.FromString,
+                _registered_method=True)
+        self.ListMoves = channel.unary_unary(
+                '/relaymq.internal.v1.ControllerService/ListMoves',
+                request_serializer=proto_dot_controller__pb2.ListMovesRequest.SerializeToString,
+                response_deserializer=proto_dot_controller__pb2.ListMovesResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServiceServicer:
@@ -171,6 +191,30 @@ class ControllerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReportContainer(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def MoveBroker(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CancelMove(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListMoves(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -233,6 +277,26 @@ def add_ControllerServiceServicer_to_server(servicer, server):
                     servicer.SyncAcl,
                     request_deserializer=proto_dot_controller__pb2.SyncAclRequest.FromString,
                     response_serializer=proto_dot_controller__pb2.SyncAclResponse.SerializeToString,
+            ),
+            'ReportContainer': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReportContainer,
+                    request_deserializer=proto_dot_controller__pb2.ReportContainerRequest.FromString,
+                    response_serializer=proto_dot_controller__pb2.ReportContainerResponse.SerializeToString,
+            ),
+            'MoveBroker': grpc.unary_unary_rpc_method_handler(
+                    servicer.MoveBroker,
+                    request_deserializer=proto_dot_controller__pb2.MoveBrokerRequest.FromString,
+                    response_serializer=proto_dot_controller__pb2.MoveBrokerResponse.SerializeToString,
+            ),
+            'CancelMove': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelMove,
+                    request_deserializer=proto_dot_controller__pb2.CancelMoveRequest.FromString,
+                    response_serializer=proto_dot_controller__pb2.CancelMoveResponse.SerializeToString,
+            ),
+            'ListMoves': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListMoves,
+                    request_deserializer=proto_dot_controller__pb2.ListMovesRequest.FromString,
+                    response_serializer=proto_dot_controller__pb2.ListMovesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -559,6 +623,114 @@ class ControllerService:
             '/relaymq.internal.v1.ControllerService/SyncAcl',
             proto_dot_controller__pb2.SyncAclRequest.SerializeToString,
             proto_dot_controller__pb2.SyncAclResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReportContainer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/relaymq.internal.v1.ControllerService/ReportContainer',
+            proto_dot_controller__pb2.ReportContainerRequest.SerializeToString,
+            proto_dot_controller__pb2.ReportContainerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def MoveBroker(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/relaymq.internal.v1.ControllerService/MoveBroker',
+            proto_dot_controller__pb2.MoveBrokerRequest.SerializeToString,
+            proto_dot_controller__pb2.MoveBrokerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelMove(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/relaymq.internal.v1.ControllerService/CancelMove',
+            proto_dot_controller__pb2.CancelMoveRequest.SerializeToString,
+            proto_dot_controller__pb2.CancelMoveResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListMoves(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/relaymq.internal.v1.ControllerService/ListMoves',
+            proto_dot_controller__pb2.ListMovesRequest.SerializeToString,
+            proto_dot_controller__pb2.ListMovesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14proto/reassign.proto\x12\x13relaymq.internal.v1\"4\n\x0eReleaseRequest\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12\r\n\x05\x65poch\x18\x02 \x01(\x03\"@\n\x0fReleaseResponse\x12\x12\n\nsealed_end\x18\x01 \x01(\x03\x12\x19\n\x11\x62roker_entry_json\x18\x02 \x01(\t\"L\n\x0bOpenRequest\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12\r\n\x05\x65poch\x18\x02 \x01(\x03\x12\x19\n\x11\x62roker_entry_json\x18\x03 \x01(\t\"5\n\x0cOpenResponse\x12\x12\n\nsealed_end\x18\x01 \x01(\x03\x12\x11\n\tstarts_at\x18\x02 \x01(\x03\x32\xb4\x01\n\x0fReassignService\x12T\n\x07Release\x12#.relaymq.internal.v1.ReleaseRequest\x1a$.relaymq.internal.v1.ReleaseResponse\x12K\n\x04Open\x12 .relaymq.internal.v1.OpenRequest\x1a!.relaymq.internal.v1.OpenResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14proto/reassign.proto\x12\x13relaymq.internal.v1\"M\n\x0eReleaseRequest\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12\r\n\x05\x65poch\x18\x02 \x01(\x03\x12\x17\n\x0ftarget_endpoint\x18\x03 \x01(\t\"@\n\x0fReleaseResponse\x12\x12\n\nsealed_end\x18\x01 \x01(\x03\x12\x19\n\x11\x62roker_entry_json\x18\x02 \x01(\t\"L\n\x0bOpenRequest\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12\r\n\x05\x65poch\x18\x02 \x01(\x03\x12\x19\n\x11\x62roker_entry_json\x18\x03 \x01(\t\"5\n\x0cOpenResponse\x12\x12\n\nsealed_end\x18\x01 \x01(\x03\x12\x11\n\tstarts_at\x18\x02 \x01(\x03\"N\n\rResumeRequest\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12\r\n\x05\x65poch\x18\x02 \x01(\x03\x12\x19\n\x11\x62roker_entry_json\x18\x03 \x01(\t2\x85\x02\n\x0fReassignService\x12T\n\x07Release\x12#.relaymq.internal.v1.ReleaseRequest\x1a$.relaymq.internal.v1.ReleaseResponse\x12K\n\x04Open\x12 .relaymq.internal.v1.OpenRequest\x1a!.relaymq.internal.v1.OpenResponse\x12O\n\x06Resume\x12\".relaymq.internal.v1.ResumeRequest\x1a!.relaymq.internal.v1.OpenResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,13 +32,15 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'proto.reassign_pb2', _globa
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_RELEASEREQUEST']._serialized_start=45
-  _globals['_RELEASEREQUEST']._serialized_end=97
-  _globals['_RELEASERESPONSE']._serialized_start=99
-  _globals['_RELEASERESPONSE']._serialized_end=163
-  _globals['_OPENREQUEST']._serialized_start=165
-  _globals['_OPENREQUEST']._serialized_end=241
-  _globals['_OPENRESPONSE']._serialized_start=243
-  _globals['_OPENRESPONSE']._serialized_end=296
-  _globals['_REASSIGNSERVICE']._serialized_start=299
-  _globals['_REASSIGNSERVICE']._serialized_end=479
+  _globals['_RELEASEREQUEST']._serialized_end=122
+  _globals['_RELEASERESPONSE']._serialized_start=124
+  _globals['_RELEASERESPONSE']._serialized_end=188
+  _globals['_OPENREQUEST']._serialized_start=190
+  _globals['_OPENREQUEST']._serialized_end=266
+  _globals['_OPENRESPONSE']._serialized_start=268
+  _globals['_OPENRESPONSE']._serialized_end=321
+  _globals['_RESUMEREQUEST']._serialized_start=323
+  _globals['_RESUMEREQUEST']._serialized_end=401
+  _globals['_REASSIGNSERVICE']._serialized_start=404
+  _globals['_REASSIGNSERVICE']._serialized_end=665
 # @@protoc_insertion_point(module_scope)

@@ -5,12 +5,14 @@ from typing import ClassVar as _ClassVar, Optional as _Optional
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ReleaseRequest(_message.Message):
-    __slots__ = ("broker_name", "epoch")
+    __slots__ = ("broker_name", "epoch", "target_endpoint")
     BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
+    TARGET_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     broker_name: str
     epoch: int
-    def __init__(self, broker_name: _Optional[str] = ..., epoch: _Optional[int] = ...) -> None: ...
+    target_endpoint: str
+    def __init__(self, broker_name: _Optional[str] = ..., epoch: _Optional[int] = ..., target_endpoint: _Optional[str] = ...) -> None: ...
 
 class ReleaseResponse(_message.Message):
     __slots__ = ("sealed_end", "broker_entry_json")
@@ -37,3 +39,13 @@ class OpenResponse(_message.Message):
     sealed_end: int
     starts_at: int
     def __init__(self, sealed_end: _Optional[int] = ..., starts_at: _Optional[int] = ...) -> None: ...
+
+class ResumeRequest(_message.Message):
+    __slots__ = ("broker_name", "epoch", "broker_entry_json")
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ENTRY_JSON_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    epoch: int
+    broker_entry_json: str
+    def __init__(self, broker_name: _Optional[str] = ..., epoch: _Optional[int] = ..., broker_entry_json: _Optional[str] = ...) -> None: ...

@@ -44,6 +44,11 @@ class ReassignServiceStub:
                 request_serializer=proto_dot_reassign__pb2.OpenRequest.SerializeToString,
                 response_deserializer=proto_dot_reassign__pb2.OpenResponse.FromString,
                 _registered_method=True)
+        self.Resume = channel.unary_unary(
+                '/relaymq.internal.v1.ReassignService/Resume',
+                request_serializer=proto_dot_reassign__pb2.ResumeRequest.SerializeToString,
+                response_deserializer=proto_dot_reassign__pb2.OpenResponse.FromString,
+                _registered_method=True)
 
 
 class ReassignServiceServicer:
@@ -61,6 +66,12 @@ class ReassignServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Resume(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ReassignServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -72,6 +83,11 @@ def add_ReassignServiceServicer_to_server(servicer, server):
             'Open': grpc.unary_unary_rpc_method_handler(
                     servicer.Open,
                     request_deserializer=proto_dot_reassign__pb2.OpenRequest.FromString,
+                    response_serializer=proto_dot_reassign__pb2.OpenResponse.SerializeToString,
+            ),
+            'Resume': grpc.unary_unary_rpc_method_handler(
+                    servicer.Resume,
+                    request_deserializer=proto_dot_reassign__pb2.ResumeRequest.FromString,
                     response_serializer=proto_dot_reassign__pb2.OpenResponse.SerializeToString,
             ),
     }
@@ -128,6 +144,33 @@ class ReassignService:
             target,
             '/relaymq.internal.v1.ReassignService/Open',
             proto_dot_reassign__pb2.OpenRequest.SerializeToString,
+            proto_dot_reassign__pb2.OpenResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Resume(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/relaymq.internal.v1.ReassignService/Resume',
+            proto_dot_reassign__pb2.ResumeRequest.SerializeToString,
             proto_dot_reassign__pb2.OpenResponse.FromString,
             options,
             channel_credentials,

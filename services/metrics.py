@@ -43,6 +43,10 @@ AUTHORIZATION_DENIED = Counter("relaymq_authorization_denied", "Client RPCs and 
 CLUSTER_AUTH_REFUSED = Counter("relaymq_cluster_auth_refused", "Internal calls and replication connections refused "
                                "for want of a valid proof of the cluster secret", ["service", "reason"],
                                registry=REGISTRY)
+BROKER_MOVES = Counter("relaymq_broker_moves", "Broker moves between containers (issue 26) by outcome: started, "
+                       "completed, rolled_back (the target failed), cancelled", ["outcome"], registry=REGISTRY)
+BROKER_MOVE_SECONDS = Histogram("relaymq_broker_move_duration_seconds", "Time from a move's commit to its end, by outcome",
+                                ["outcome"], buckets=(0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0), registry=REGISTRY)
 
 _CHILDREN: dict[tuple[int, tuple[str, ...]], object] = {}
 

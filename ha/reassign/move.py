@@ -68,6 +68,7 @@ class Move:
     handed_end: int | None = None
     fenced: bool = False  # the source never released: the target took over without its hand-over
     why: str = ""         # what ended a rollback or a fenced move (status, the command's output)
+    entry: str = ""       # the broker's configuration keys (JSON), for the container that opens it next
 
     @property
     def serving(self) -> str:
@@ -136,7 +137,7 @@ class MoveRefused(ValueError):
 
 
 def start(broker: str, source: str, target: str, last_epoch: int, hosts: dict[str, frozenset[str]],
-          moving: frozenset[str], now_ms: int) -> Decided:
+          moving: frozenset[str], now_ms: int, entry: str = "") -> Decided:
     """Commit a move of ``broker`` from ``source`` to ``target``.  ``hosts``: each live
     container's internal address -> the brokers it serves; ``moving``: brokers with a move in
     progress; ``last_epoch``: the broker's newest ownership epoch."""
@@ -150,7 +151,7 @@ def start(broker: str, source: str, target: str, last_epoch: int, hosts: dict[st
         raise MoveRefused(f"no live container at {target}")
     if broker in hosts[target]:
         raise MoveRefused(f"{target} already hosts a replica of {broker}: a move needs a container without one")
-    move = Move(broker, source, target, last_epoch + 1, Step.COMMITTED, now_ms, now_ms)
+    move = Move(broker, source, target, last_epoch + 1, Step.COMMITTED, now_ms, now_ms, entry=entry)
     return Decided(move, (AskRelease(source, broker, move.epoch),))
 
 
@@ -176,10 +177,11 @@ def _finish(move: Move, step: Step, now_ms: int, *actions: Action, **changes) ->
     return Decided(done, (*actions, Finished(move.broker, step, now_ms - move.started_ms)))
 
 
-def source_released(move: Move, handed_end: int, now_ms: int) -> Decided:
+def source_released(move: Move, handed_end: int, now_ms: int, entry: str = "") -> Decided:
+    """``entry``: the keys the source answered (they replace the reported ones)."""
     if move.step is not Step.COMMITTED:
         return Decided(move)  # a late or repeated report
-    opening = _to(move, Step.OPENING, now_ms, handed_end=handed_end)
+    opening = _to(move, Step.OPENING, now_ms, handed_end=handed_end, entry=entry or move.entry)
     return Decided(opening, resume(opening))
 
 

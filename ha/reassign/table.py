@@ -75,7 +75,7 @@ _FIELDS = (("broker", str), ("source", str), ("target", str), ("epoch", int), ("
 def move_to_json(move: Move) -> dict:
     return {"broker": move.broker, "source": move.source, "target": move.target, "epoch": move.epoch,
             "step": move.step.value, "startedMs": move.started_ms, "sinceMs": move.since_ms,
-            "handedEnd": move.handed_end, "fenced": move.fenced, "why": move.why}
+            "handedEnd": move.handed_end, "fenced": move.fenced, "why": move.why, "entry": move.entry}
 
 
 def move_from_json(body: object) -> Move:
@@ -96,7 +96,9 @@ def move_from_json(body: object) -> Move:
         raise ValueError(f"move: handedEnd must be a non-negative int or null, got {handed!r}")
     if not isinstance(body.get("fenced", False), bool) or not isinstance(body.get("why", ""), str):
         raise ValueError("move: fenced must be a bool and why a string")
+    if not isinstance(body.get("entry", ""), str):
+        raise ValueError("move: entry must be a string (the broker's keys as JSON)")
     if values["epoch"] < 1:
         raise ValueError(f"move: epoch must be at least 1, got {values['epoch']}")
     return Move(values["broker"], values["source"], values["target"], values["epoch"], step, values["startedMs"],
-                values["sinceMs"], handed, body.get("fenced", False), body.get("why", ""))
+                values["sinceMs"], handed, body.get("fenced", False), body.get("why", ""), body.get("entry", ""))

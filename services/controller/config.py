@@ -79,6 +79,12 @@ class ControllerConfig:
     bad_request_log_interval_ms: int = config_field(
         "badRequestLogIntervalMillis", 10_000, unit="ms", minimum=0, maximum=3_600_000,
         doc="requests that do not parse are logged at most once per peer host per interval (ours)")
+    reassign_release_timeout_ms: int = config_field(
+        "reassignReleaseTimeoutMillis", 5000, unit="ms", minimum=100,
+        doc="a broker move's source that has not released within this goes on fenced (ours, issue 26)")
+    reassign_open_timeout_ms: int = config_field(
+        "reassignOpenTimeoutMillis", 10_000, unit="ms", minimum=100,
+        doc="a broker move's target that has not opened within this rolls the move back (ours, issue 26)")
     metrics_port: int = config_field("controllerMetricsPort", 0, unit="port", minimum=0, maximum=65535,
                                      doc="standalone member: Prometheus /metrics port on its peer host; 0: off (ours)")
 

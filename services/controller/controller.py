@@ -70,6 +70,7 @@ class Controller:
         self._expiry_wake = asyncio.Event()
         self._electing: set[asyncio.Task] = set()
         self._sessions: dict[tuple[str, str, int], int] = {}
+        self.on_stop: list = []  # coroutine functions awaited after the periodic work stopped
 
     # -- leadership -------------------------------------------------------------------------
 
@@ -243,6 +244,8 @@ class Controller:
         """Stop periodic work, the worker and the driver; a cancelled caller still stops them."""
         try:
             await self.periodic.stop()
+            for stop in self.on_stop:
+                await stop()
         finally:
             worker, self._worker = self._worker, None
             background = [t for t in (self._expiry, *self._electing) if t is not None]

@@ -28,6 +28,8 @@ from services.controller.machine import ControllerMachine
 from services.controller.raft_driver import DriverLimits, RaftDriver
 from services.access.acl_admin import add_acl_admin_service
 from services.controller.acl import ControllerAcl
+from services.controller.reassign import ControllerMoves
+from ha.reassign.move import Settings
 from services.controller.service import ControllerServicer
 from services.controller.transport import RaftPeers, RaftTransportServicer
 from services.controller.watchers import Watchers
@@ -123,7 +125,9 @@ async def _start(config: ControllerConfig, server: grpc.aio.Server | None, clock
                                  interceptors=server_interceptors())
     guarded = GuardedServer(server, guard)
     acl = ControllerAcl(controller)
-    pb_grpc.add_ControllerServiceServicer_to_server(ControllerServicer(controller, acl), guarded)
+    moves = ControllerMoves(controller, Settings(config.reassign_release_timeout_ms, config.reassign_open_timeout_ms))
+    controller.on_stop.append(moves.close)
+    pb_grpc.add_ControllerServiceServicer_to_server(ControllerServicer(controller, acl, moves), guarded)
     add_acl_admin_service(guarded, acl)  # users and ACLs committed here (services/controller/acl.py)
     pb_grpc.add_RaftTransportServicer_to_server(
         RaftTransportServicer(config.group, me.node_id, {p.node_id for p in config.peers}, controller.driver.deliver),

@@ -11,14 +11,20 @@ Rules:
 - SyncAcl (a container's copy of the users and ACLs) is answered by the leader only: its
   origin, version and container names are checked here; the seed document is checked by
   ``metadata.acl_replication`` and a refusal is named in ``seed_refused``.
+- Broker moves (issue 26): ReportContainer, MoveBroker, CancelMove and ListMoves are the
+  leader's (:mod:`services.controller.reassign`); endpoints must be host:port and broker names
+  names, checked here.
 - A watch that names a broker (cluster_name, broker_id >= 1) is that broker's session: its
   end is the broker's death (``Controller.session_ended``).
 """
 from __future__ import annotations
 
+import json
+
 from ha.controller.codes import ResponseCode
 from ha.controller.commands import group_view
 from ha.controller.liveness import Heartbeat
+from ha.reassign.move import MoveRefused
 from ha.controller.requests import (AlterSyncStateSet, ApplyBrokerId, CleanBrokerData, ElectMaster,
                                     GetNextBrokerId, GetReplicaInfo, GetSyncStateData, GroupView, RegisterBroker,
                                     Reply)
@@ -27,6 +33,7 @@ from proto import controller_pb2_grpc as pb_grpc
 from metadata.acl_replication import MAX_DOCUMENT_BYTES, AclStamp, check_origin
 from services.controller.acl import AclNotCommitted, ControllerAcl
 from services.controller.controller import Controller, ControllerUnavailable
+from services.controller.reassign import ControllerMoves, NotCommitted, move_json, shared_of
 from services.controller.watchers import TooManyWatchers
 
 MAX_NAME = 255
@@ -82,9 +89,11 @@ def _sync_stamp(request) -> AclStamp:
 
 
 class ControllerServicer(pb_grpc.ControllerServiceServicer):
-    def __init__(self, controller: Controller, acl: ControllerAcl | None = None) -> None:
+    def __init__(self, controller: Controller, acl: ControllerAcl | None = None,
+                 moves: ControllerMoves | None = None) -> None:
         self.controller = controller
         self.acl = acl or ControllerAcl(controller)
+        self.moves = moves
 
     async def _call(self, build, respond):
         """Convert with ``build``, submit, and answer with ``respond(status, reply)``."""
@@ -239,3 +248,78 @@ class ControllerServicer(pb_grpc.ControllerServiceServicer):
         refused = f"{answer.refused.reason.value}: {answer.refused.detail}" if answer.refused else ""
         return pb.SyncAclResponse(status=_status(ResponseCode.SUCCESS), origin=answer.stamp.origin,
                                   version=answer.stamp.version, document=answer.text, seed_refused=refused)
+
+    # ---- broker moves (issue 26)
+
+    def _not_serving(self, remark: str = ""):
+        if self.moves is None:
+            return _status(ResponseCode.CONTROLLER_INVALID_REQUEST, "this controller does not drive broker moves")
+        if not self.controller.machine.serving:
+            refused = self.controller.not_leader()
+            return _status(refused.code, remark or refused.remark, refused.leader_name, refused.leader_address)
+        return None
+
+    async def ReportContainer(self, request, context):
+        status = self._not_serving()
+        if status is not None:
+            return pb.ReportContainerResponse(status=status)
+        try:
+            _endpoint(request.endpoint, "endpoint")
+            _endpoint(request.admin_address, "admin_address")
+            if len(request.brokers) > MAX_BROKERS_NAMED or len(request.shared) > MAX_BROKERS_NAMED:
+                raise BadRequest(f"at most {MAX_BROKERS_NAMED} brokers per container")
+            for name in [*request.brokers, *(b.name for b in request.shared)]:
+                _name(name, "broker name")
+            if any(len(b.entry_json) > MAX_ENTRY_BYTES or b.ownership_epoch < 0 for b in request.shared):
+                raise BadRequest(f"a shared broker's entry_json is at most {MAX_ENTRY_BYTES} bytes and its epoch >= 0")
+        except BadRequest as exc:
+            return pb.ReportContainerResponse(status=_status(ResponseCode.CONTROLLER_INVALID_REQUEST, str(exc)))
+        self.moves.report(request.endpoint, request.admin_address, tuple(request.brokers), shared_of(request))
+        return pb.ReportContainerResponse(status=_status(ResponseCode.SUCCESS))
+
+    async def MoveBroker(self, request, context):
+        status = self._not_serving()
+        if status is not None:
+            return pb.MoveBrokerResponse(status=status)
+        try:
+            _name(request.broker_name, "broker_name")
+            _endpoint(request.to, "to")
+            move = await self.moves.start(request.broker_name, request.to, request.execute)
+        except (BadRequest, MoveRefused) as exc:
+            return pb.MoveBrokerResponse(status=_status(ResponseCode.SUCCESS), refused=str(exc))
+        except NotCommitted as exc:
+            return pb.MoveBrokerResponse(status=self._not_serving(str(exc)) or _status(ResponseCode.SYSTEM_ERROR, str(exc)))
+        return pb.MoveBrokerResponse(status=_status(ResponseCode.SUCCESS), move_json=move_json(move))
+
+    async def CancelMove(self, request, context):
+        status = self._not_serving()
+        if status is not None:
+            return pb.CancelMoveResponse(status=status)
+        try:
+            _name(request.broker_name, "broker_name")
+            move, refused = await self.moves.cancel(request.broker_name)
+        except (BadRequest, MoveRefused) as exc:
+            return pb.CancelMoveResponse(status=_status(ResponseCode.SUCCESS), refused=str(exc))
+        except NotCommitted as exc:
+            return pb.CancelMoveResponse(status=self._not_serving(str(exc)) or _status(ResponseCode.SYSTEM_ERROR, str(exc)))
+        return pb.CancelMoveResponse(status=_status(ResponseCode.SUCCESS), refused=refused, move_json=move_json(move))
+
+    async def ListMoves(self, request, context):
+        status = self._not_serving()
+        if status is not None:
+            return pb.ListMovesResponse(status=status)
+        moves, containers = self.moves.listing()
+        for body in [*moves["active"], *moves["finished"]]:
+            body.pop("entry", None)
+        return pb.ListMovesResponse(status=_status(ResponseCode.SUCCESS), moves_json=json.dumps(moves),
+                                    containers_json=json.dumps(containers))
+
+
+MAX_ENTRY_BYTES = 64 * 1024
+
+
+def _endpoint(value: str, field: str) -> str:
+    host, _, port = value.rpartition(":")
+    if not host or len(value) > MAX_NAME or not port.isdigit() or not 0 < int(port) < 65536:
+        raise BadRequest(f"{field} must be host:port, got {value[:100]!r}")
+    return value

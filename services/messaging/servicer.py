@@ -46,7 +46,7 @@ from scheduler.clock import utc_offset_ms
 from services import metrics
 from services.broker.api import BrokerApi, BrokerDirectory, GroupSettings, QueueRoute
 from services.broker.internal_put import rejection_for
-from services.messaging import converters, responses
+from services.messaging import converters, moved_relay, responses
 from services.messaging.access import ClientAccess, settings_needs
 from services.messaging.broker_choice import NoMaster
 from services.messaging.client_registry import ClientRegistry
@@ -131,6 +131,9 @@ class MessagingService(service_grpc.MessagingServiceServicer):
             metrics.RPC_ERRORS.labels(method, Code(code).name if code in Code._value2member_map_ else str(code)).inc()
 
     async def _answer(self, method, response_cls, work, request, context, on_reject=None):
+        moved = self._moved(request)
+        if moved is not None:
+            return await moved_relay.relay_unary(moved[0], method, request, response_cls, context, moved[1])
         started = time.perf_counter()
         try:
             client = self.client_of(context)
@@ -282,7 +285,19 @@ class MessagingService(service_grpc.MessagingServiceServicer):
             raise RequestRejected(Code.FORBIDDEN, "no readable queue")
         return service.QueryAssignmentResponse(status=responses.OK, assignments=assignments)
 
+    def _moved(self, request):
+        """(channel, endpoint) of the container a moved broker of this call went to, or None."""
+        target = self._directory.moved_target(moved_relay.topic_of(request), moved_relay.broker_of(request)) \
+            if getattr(self._directory, "moved_away", False) else None
+        return None if target is None else (self._directory.relay_channel(target), target)
+
     async def ReceiveMessage(self, request, context):
+        moved = self._moved(request)
+        if moved is not None:
+            async for response in moved_relay.relay_stream(moved[0], "ReceiveMessage", request,
+                                                           service.ReceiveMessageResponse, context, moved[1]):
+                yield response
+            return
         started = time.perf_counter()
         code = int(Code.OK)
         try:

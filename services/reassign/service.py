@@ -2,6 +2,7 @@
 internal port.
 
 Rules:
+- ``Resume`` (a cancelled move): the source serves the broker again (container.moves).
 - ``Release`` (the source): the broker must be served here on shared storage; it stops taking
   calls, is unregistered, and its store is flushed and closed (a clean close: the target's
   scan from the handed end finds nothing more).  Answers the commit log's end and the broker's
@@ -35,9 +36,11 @@ class MoveRefused(Exception):
 
 
 class Moves(Protocol):
-    async def release_broker(self, broker_name: str, epoch: int) -> tuple[int, dict]: ...
+    async def release(self, broker_name: str, epoch: int, target_endpoint: str = "") -> tuple[int, dict]: ...
 
-    async def open_moved_broker(self, broker_name: str, epoch: int, values: dict) -> tuple[int, int]: ...
+    async def open(self, broker_name: str, epoch: int, values: dict) -> tuple[int, int]: ...
+
+    async def resume(self, broker_name: str, epoch: int, values: dict) -> tuple[int, int]: ...
 
 
 class ReassignServicer(pb_grpc.ReassignServiceServicer):
@@ -47,27 +50,45 @@ class ReassignServicer(pb_grpc.ReassignServiceServicer):
     async def Release(self, request, context):
         await _check(context, request.broker_name, request.epoch)
         try:
-            sealed_end, values = await self._moves.release_broker(request.broker_name, request.epoch)
+            sealed_end, values = await self._moves.release(request.broker_name, request.epoch, request.target_endpoint)
         except MoveRefused as refused:
             await context.abort(refused.code, str(refused))
         return pb.ReleaseResponse(sealed_end=sealed_end, broker_entry_json=json.dumps(values, sort_keys=True))
 
     async def Open(self, request, context):
-        await _check(context, request.broker_name, request.epoch)
-        values = None
-        if len(request.broker_entry_json) <= MAX_ENTRY_BYTES:
-            try:
-                values = json.loads(request.broker_entry_json)
-            except ValueError:
-                values = None
-        if not isinstance(values, dict) or values.get("brokerName") != request.broker_name:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "broker_entry_json must be the broker's keys "
-                                f"as a JSON object (at most {MAX_ENTRY_BYTES} bytes) naming broker {request.broker_name}")
+        values = await _entry(context, request)
         try:
-            sealed_end, starts_at = await self._moves.open_moved_broker(request.broker_name, request.epoch, values)
+            sealed_end, starts_at = await self._moves.open(request.broker_name, request.epoch, values)
         except MoveRefused as refused:
             await context.abort(refused.code, str(refused))
         return pb.OpenResponse(sealed_end=sealed_end, starts_at=starts_at)
+
+    async def Resume(self, request, context):
+        if request.broker_entry_json:
+            values = await _entry(context, request)
+        else:  # a source still serving the broker needs no keys
+            await _check(context, request.broker_name, request.epoch)
+            values = {}
+        try:
+            sealed_end, starts_at = await self._moves.resume(request.broker_name, request.epoch, values)
+        except MoveRefused as refused:
+            await context.abort(refused.code, str(refused))
+        return pb.OpenResponse(sealed_end=sealed_end, starts_at=starts_at)
+
+
+async def _entry(context, request) -> dict:
+    """The broker's keys of an Open or Resume, checked."""
+    await _check(context, request.broker_name, request.epoch)
+    values = None
+    if len(request.broker_entry_json) <= MAX_ENTRY_BYTES:
+        try:
+            values = json.loads(request.broker_entry_json)
+        except ValueError:
+            values = None
+    if not isinstance(values, dict) or values.get("brokerName") != request.broker_name:
+        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "broker_entry_json must be the broker's keys "
+                            f"as a JSON object (at most {MAX_ENTRY_BYTES} bytes) naming broker {request.broker_name}")
+    return values
 
 
 async def _check(context, broker_name: str, epoch: int) -> None:

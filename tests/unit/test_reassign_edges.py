@@ -29,13 +29,13 @@ class Moves:
     def __init__(self):
         self.calls = []
 
-    async def release_broker(self, broker_name, epoch):
+    async def release(self, broker_name, epoch, target_endpoint=""):
         self.calls.append(("release", broker_name, epoch))
         if broker_name == "elsewhere":
             raise MoveRefused(grpc.StatusCode.NOT_FOUND, "broker elsewhere is not served by 127.0.0.1:8081")
         return 4096, {"brokerName": broker_name}
 
-    async def open_moved_broker(self, broker_name, epoch, values):
+    async def open(self, broker_name, epoch, values):
         self.calls.append(("open", broker_name, epoch))
         return 4096, 1 << 30
 

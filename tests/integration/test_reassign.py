@@ -1,0 +1,149 @@
+"""Moving a broker between containers (issue 26, docs/reassign.md) with ``relaymq admin
+reassign-broker``, on the deployment of conf/reassign (tests/support/reassign_cluster.py), real
+processes and the official client sending and receiving throughout: 300 NORMAL and 100 FIFO
+messages a second (8 message groups), producer and consumers connected to container-1's
+endpoint only, so every call after a move away from it reaches the broker through container-1's
+relay until the clients' routes refresh.
+
+Each test counts what users would: acknowledged messages lost (0), FIFO messages reordered (0),
+sends that failed, and where the broker ends (exactly one container serves it, the one the
+command names)."""
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from store.ownership_files import read_ledger
+from tests.support.failover_load import Client, drain, wait_started
+from tests.support.reassign_cluster import ReassignCluster
+
+pytestmark = [pytest.mark.integration, pytest.mark.conformance]
+
+
+def start_load(cluster: ReassignCluster, logs: Path) -> tuple[Client, list[Client]]:
+    endpoint = cluster.endpoint(1)
+    for args in (("update-topic", "--topic", "normal", "--type", "NORMAL", "--queues", "4"),
+                 ("update-topic", "--topic", "fifo", "--type", "FIFO", "--queues", "4"),
+                 ("update-group", "--group", "normal-group"), ("update-group", "--group", "fifo-group", "--fifo")):
+        done = cluster.admin(*args)
+        assert done.returncode == 0, done.stdout + done.stderr
+    producer = Client("produce", "--endpoint", endpoint, "--topic", "normal", "--fifo-topic", "fifo", "--rate", "300",
+                      "--fifo-rate", "12.5", "--groups", "8", "--seconds", "600", log_path=logs / "producer.log")
+    consumers = [Client("consume", "--endpoint", endpoint, "--topic", "normal", "--group", "normal-group",
+                        "--seconds", "600", log_path=logs / "consumer-normal.log"),
+                 Client("consume", "--endpoint", endpoint, "--fifo-topic", "fifo", "--group", "fifo-group",
+                        "--seconds", "600", log_path=logs / "consumer-fifo.log")]
+    wait_started(producer, *consumers)
+    return producer, consumers
+
+
+def acked_after(producer: Client, since: float) -> int:
+    return sum(1 for e in producer.snapshot() if e["event"] == "ack" and e["t"] > since)
+
+
+def fails(producer: Client) -> list[dict]:
+    return [e for e in producer.snapshot() if e["event"] == "fail"]
+
+
+def move(cluster: ReassignCluster, to: int, *extra: str) -> tuple[int, dict]:
+    done = cluster.admin("reassign-broker", "--broker", "broker-a", "--to", cluster.endpoint(to), "--execute", "--json",
+                         *extra)
+    assert done.stdout.strip(), done.stderr
+    return done.returncode, json.loads(done.stdout)
+
+
+def finish(producer: Client, consumers: list[Client]):
+    producer.stop()
+    counts = drain(consumers, [producer], timeout_s=90)
+    for consumer in consumers:
+        consumer.stop()
+    return counts
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    cluster = ReassignCluster(tmp_path / "work", reassignReleaseTimeoutMillis=2000, reassignOpenTimeoutMillis=4000)
+    try:
+        yield cluster.start_all()
+    finally:
+        cluster.close()
+
+
+def test_a_move_and_a_move_back_under_load_lose_nothing_and_no_send_fails(cluster, tmp_path):
+    plan = cluster.admin("reassign-broker", "--broker", "broker-a", "--to", cluster.endpoint(2))
+    assert plan.returncode == 0 and "Dry run: nothing changed" in plan.stdout, plan.stdout + plan.stderr
+    assert f"--to {cluster.endpoint(1)} --execute" in plan.stdout  # the rollback command
+    assert cluster.moves_list()["moves"].get("active") == []
+    producer, consumers = start_load(cluster, tmp_path)
+    cluster.wait_for(lambda: acked_after(producer, 0) > 600, 30, "the load runs")
+
+    code, there = move(cluster, 2)
+    assert code == 0 and there["move"]["step"] == "DONE" and there["serving"] == cluster.endpoint(2), there
+    assert cluster.served_by("broker-a") == [cluster.endpoint(2)]
+    moved_at = time.monotonic()
+    cluster.wait_for(lambda: acked_after(producer, moved_at) > 600, 30, "sends go on through container-1's relay")
+
+    code, back = move(cluster, 1)
+    assert code == 0 and back["serving"] == cluster.endpoint(1) and back["move"]["epoch"] == there["move"]["epoch"] + 1
+    back_at = time.monotonic()
+    cluster.wait_for(lambda: acked_after(producer, back_at) > 600, 30, "sends go on after the move back")
+    verify = cluster.admin("reassign-broker", "--verify", "--broker", "broker-a", "--json")
+    assert verify.returncode == 0 and json.loads(verify.stdout)["servedBy"] == [cluster.endpoint(1)], verify.stdout
+
+    counts = finish(producer, consumers)
+    assert fails(producer) == [], fails(producer)[:5]
+    assert counts.lost == set(), f"{len(counts.lost)} acknowledged messages lost"
+    assert counts.reorders() == 0
+    finished = cluster.moves_list()["moves"]["finished"]
+    assert [m["step"] for m in finished] == ["DONE", "DONE"] and not any(m["fenced"] for m in finished)
+
+
+def test_a_move_away_from_a_stopped_source_completes_fenced_and_the_woken_source_writes_nothing(cluster, tmp_path):
+    producer, consumers = start_load(cluster, tmp_path)
+    cluster.wait_for(lambda: acked_after(producer, 0) > 600, 30, "the load runs")
+    cluster.signal("container-1", signal.SIGSTOP)
+    stopped_at = time.monotonic()
+    code, there = move(cluster, 2)
+    assert code == 0 and there["move"]["fenced"] and "did not release" in there["move"]["why"], there
+    ledger = read_ledger(cluster.workdir / "shared-store" / "broker-a")
+    assert ledger.newest.owner == cluster.endpoint(2) and ledger.newest.epoch == there["move"]["epoch"]
+    sealed_end = ledger.entries[-2].end
+    cluster.signal("container-1", signal.SIGCONT)  # its sends in flight complete now: none may be acknowledged
+    cluster.wait_for(lambda: cluster.served_by("broker-a") == [cluster.endpoint(2)], 20, "container-1 drops broker-a")
+    assert read_ledger(cluster.workdir / "shared-store" / "broker-a").entries[-2].end == sealed_end
+
+    # the clients, connected to container-1 only, go on through its relay once it dropped the broker
+    cluster.wait_for(lambda: acked_after(producer, time.monotonic() - 1) > 200, 40, "sends go on after the wake")
+    counts = finish(producer, consumers)
+    assert counts.lost == set(), f"{len(counts.lost)} acknowledged messages lost (stopped at {stopped_at})"
+    assert counts.reorders() == 0
+
+
+def test_a_move_with_the_source_killed_halfway_completes_fenced(cluster, tmp_path):
+    producer, consumers = start_load(cluster, tmp_path)
+    cluster.wait_for(lambda: acked_after(producer, 0) > 600, 30, "the load runs")
+    producer.stop()
+    for consumer in consumers:  # the clients were on container-1: here they reconnect to container-2 after
+        consumer.stop()
+    cluster.signal("container-1", signal.SIGSTOP)  # the release cannot happen: the move waits in COMMITTED
+    started = cluster.admin("reassign-broker", "--broker", "broker-a", "--to", cluster.endpoint(2), "--execute",
+                            "--wait-ms", "300", "--json")
+    assert started.returncode == 1 and json.loads(started.stdout)["ended"] is False, started.stdout + started.stderr
+    cluster.kill("container-1")  # killed halfway: after the commit, before any release
+    cluster.wait_for(lambda: cluster.admin("reassign-broker", "--verify", "--broker", "broker-a").returncode == 0, 30,
+                     "the move completes fenced and container-2 alone serves broker-a")
+    finished = cluster.moves_list()["moves"]["finished"][-1]
+    assert finished["step"] == "DONE" and finished["fenced"], finished
+    after = [Client("consume", "--endpoint", cluster.endpoint(2), "--topic", "normal", "--group", "normal-group",
+                    "--seconds", "600", log_path=tmp_path / "after-normal.log"),
+             Client("consume", "--endpoint", cluster.endpoint(2), "--fifo-topic", "fifo", "--group", "fifo-group",
+                    "--seconds", "600", log_path=tmp_path / "after-fifo.log")]
+    wait_started(*after)
+    counts = drain([*consumers, *after], [producer], timeout_s=90)
+    for consumer in after:
+        consumer.stop()
+    assert counts.lost == set(), f"{len(counts.lost)} acknowledged messages lost"

@@ -9,6 +9,8 @@ Rules:
 - ``open`` (the target, or the source taking the broker back at a newer epoch): takes the store
   over at the epoch (``store.takeover``: from then on any older owner acknowledges nothing)
   and serves the broker.  Asked again at the epoch it opened, it answers the same.
+- ``check_store`` (before a move commits): this container sees the store the source owns, and
+  it takes a durable atomic rename; else the move is refused with the reason.
 - ``resume`` (a cancelled move): a broker still served here notes the epoch; one released for
   that move is taken over again at that epoch (the target was never asked to open).
 - Calls that still reach this container for a broker it released are relayed to the move's
@@ -32,6 +34,7 @@ from metadata.config import ConfigError
 from proto import controller_pb2 as cpb
 from services.reassign.service import MoveRefused
 from store.ownership import LedgerError
+from store.ownership_files import check_shared_store
 from store.takeover import take_over
 
 if TYPE_CHECKING:
@@ -117,6 +120,17 @@ class ContainerMoves:
             raise MoveRefused(grpc.StatusCode.NOT_FOUND, f"broker {broker_name} is not served by {self.container.identity}")
         log.warning("%s: the move at epoch %d was cancelled; still served here", broker_name, epoch)
         return hosted.store.commit_log_max_offset, 0
+
+    async def check_store(self, broker_name: str, values: dict, owner: str) -> None:
+        try:
+            spec = bind_broker(BrokerEntry(values, f"moved broker {broker_name}"), self.container.config)
+        except ConfigError as bad:
+            raise MoveRefused(grpc.StatusCode.INVALID_ARGUMENT, str(bad)) from None
+        if not spec.store.shared_storage:
+            raise MoveRefused(grpc.StatusCode.FAILED_PRECONDITION, f"broker {broker_name} is not on shared storage")
+        why = await asyncio.to_thread(check_shared_store, spec.store.store_path_root_dir, owner)
+        if why is not None:
+            raise MoveRefused(grpc.StatusCode.FAILED_PRECONDITION, f"{self.container.identity}: {why}")
 
     # ---- the report to the controller
 

@@ -49,3 +49,17 @@ class ResumeRequest(_message.Message):
     epoch: int
     broker_entry_json: str
     def __init__(self, broker_name: _Optional[str] = ..., epoch: _Optional[int] = ..., broker_entry_json: _Optional[str] = ...) -> None: ...
+
+class CheckStoreRequest(_message.Message):
+    __slots__ = ("broker_name", "broker_entry_json", "owner")
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    BROKER_ENTRY_JSON_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
+    broker_name: str
+    broker_entry_json: str
+    owner: str
+    def __init__(self, broker_name: _Optional[str] = ..., broker_entry_json: _Optional[str] = ..., owner: _Optional[str] = ...) -> None: ...
+
+class CheckStoreResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...

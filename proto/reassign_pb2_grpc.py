@@ -49,6 +49,11 @@ class ReassignServiceStub:
                 request_serializer=proto_dot_reassign__pb2.ResumeRequest.SerializeToString,
                 response_deserializer=proto_dot_reassign__pb2.OpenResponse.FromString,
                 _registered_method=True)
+        self.CheckStore = channel.unary_unary(
+                '/relaymq.internal.v1.ReassignService/CheckStore',
+                request_serializer=proto_dot_reassign__pb2.CheckStoreRequest.SerializeToString,
+                response_deserializer=proto_dot_reassign__pb2.CheckStoreResponse.FromString,
+                _registered_method=True)
 
 
 class ReassignServiceServicer:
@@ -72,6 +77,12 @@ class ReassignServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CheckStore(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ReassignServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -89,6 +100,11 @@ def add_ReassignServiceServicer_to_server(servicer, server):
                     servicer.Resume,
                     request_deserializer=proto_dot_reassign__pb2.ResumeRequest.FromString,
                     response_serializer=proto_dot_reassign__pb2.OpenResponse.SerializeToString,
+            ),
+            'CheckStore': grpc.unary_unary_rpc_method_handler(
+                    servicer.CheckStore,
+                    request_deserializer=proto_dot_reassign__pb2.CheckStoreRequest.FromString,
+                    response_serializer=proto_dot_reassign__pb2.CheckStoreResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -172,6 +188,33 @@ class ReassignService:
             '/relaymq.internal.v1.ReassignService/Resume',
             proto_dot_reassign__pb2.ResumeRequest.SerializeToString,
             proto_dot_reassign__pb2.OpenResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CheckStore(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/relaymq.internal.v1.ReassignService/CheckStore',
+            proto_dot_reassign__pb2.CheckStoreRequest.SerializeToString,
+            proto_dot_reassign__pb2.CheckStoreResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -8,6 +8,9 @@ Rules:
   Temporary names carry the pid and a random part: two containers never share one.
 - :func:`read_ledger` assembles the ledger from every claim (none: a store owned by one
   process since it was made, ``Ledger.fresh()``); a bad claim is a ``LedgerError`` naming it.
+- :func:`check_shared_store` is what a move's target checks before the move commits
+  (docs/reassign.md, "What the storage must guarantee"): it sees the store the source owns
+  (the newest claim names the source), and its directory takes a durable atomic rename.
 - :func:`newer_claim` is the acknowledgement check's one system call: is there a claim newer
   than the owner's epoch (a directory listing, no file read).
 """
@@ -122,3 +125,39 @@ def read_splits(root: Path, epoch: int) -> dict[tuple[str, int], int]:
             raise LedgerError(f"{path}: line {number}: expected 'topic queueId split', got {line[:80]!r}")
         splits[(fields[0], int(fields[1]))] = int(fields[2])
     return splits
+
+
+def check_shared_store(root: Path, owner: str) -> str | None:
+    """Why the store at ``root`` cannot be taken over from ``owner`` through this mount (None: it
+    can): it is not there, its claims do not name ``owner`` as the newest owner (another store, or
+    a stale view of it), or its claims' directory does not take a durable atomic rename."""
+    root = Path(root)
+    if not (root / DIRECTORY).is_dir():
+        return f"{root} holds no ownership claims here: the target does not see the source's store at that path"
+    try:
+        ledger = read_ledger(root)
+    except (LedgerError, OSError) as exc:
+        return f"the claims at {root} cannot be read: {exc}"
+    if ledger.newest.owner != owner:
+        return (f"the claims at {root} name {ledger.newest.owner or 'nobody'} as the owner, not {owner}: "
+                "the target sees another store, or a stale copy of it")
+    directory = root / DIRECTORY
+    probe = directory / f".probe.{os.getpid()}.{secrets.token_hex(4)}"
+    nonce = secrets.token_bytes(16)
+    staged = None
+    try:
+        staged = _temporary(directory, nonce)
+        os.rename(staged, probe)
+        fsync_directory(directory)
+        if probe.read_bytes() != nonce:
+            return f"{directory} read back other bytes after a rename: it cannot hold the claims"
+    except OSError as exc:
+        return f"{directory} does not take a durable atomic rename: {exc}"
+    finally:
+        for leftover in (staged, probe):
+            try:
+                if leftover is not None:
+                    leftover.unlink()
+            except OSError:
+                pass
+    return None

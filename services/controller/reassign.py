@@ -10,6 +10,9 @@ commits).  Rules:
   the last report of each is kept in memory.  A move's target must have reported within
   :data:`LIVE_MS`; its source is the container that last reported the broker, live or not
   (a stopped or dead source is moved away from, fenced, after ``reassignReleaseTimeoutMillis``).
+- Before a move is planned or committed the target checks the storage (``CheckStore``: it sees
+  the store the source owns, and its directory takes a durable atomic rename); a move it
+  refuses, or does not answer, is refused with the reason.
 - Containers are named by their client endpoint (what cluster-list shows, and their name in
   the store's claims); the reports give the internal address their ReassignService is on.
 - A container call that fails for want of an answer is tried again after
@@ -40,6 +43,7 @@ LIVE_MS = 3000          # a container that reported within this long is live
 RETRY_PAUSE_S = 0.3
 MAX_CONTAINERS = 10_000
 TICK_MS = 100
+CHECK_TIMEOUT_S = 5.0
 
 
 class NotCommitted(Exception):
@@ -118,6 +122,7 @@ class ControllerMoves:
             epochs = [source.shared[broker][0]] + [m.epoch for m in applied.finished if m.broker == broker]
             decided = moves.start(broker, source.endpoint, to, max(epochs), hosts, applied.moving(), now,
                                   source.shared[broker][1])
+            await self._check_store(decided.move)
             if not execute:
                 return decided.move
             await self._commit(decided.move)
@@ -126,6 +131,17 @@ class ControllerMoves:
                     decided.move.epoch)
         self._carry_out(decided.move, decided.actions)
         return decided.move
+
+    async def _check_store(self, move: Move) -> None:
+        """The target sees the source's store and it takes a durable atomic rename (docs/reassign.md)."""
+        stub = rpb_grpc.ReassignServiceStub(self._channel(self.reports[move.target].admin_address))
+        try:
+            await stub.CheckStore(rpb.CheckStoreRequest(broker_name=move.broker, broker_entry_json=move.entry,
+                                                        owner=move.source), timeout=CHECK_TIMEOUT_S)
+        except grpc.aio.AioRpcError as exc:
+            raise MoveRefused(f"{move.target} cannot take the store over: {exc.details()}" if exc.code() in (
+                grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT) else
+                f"{move.target} did not answer the storage check: {exc.code().name}") from None
 
     async def cancel(self, broker: str) -> tuple[Move, str]:
         """(the move after the cancel, why it was refused or "")."""
@@ -157,6 +173,8 @@ class ControllerMoves:
                 decided = moves.tick(current, self.settings, self._controller.clock.now_ms())
                 if decided.move != current:
                     await self._commit(decided.move)
+                    log.warning("move of %s: %s -> %s (%s)", current.broker, current.step.value, decided.move.step.value,
+                                decided.move.why)
                     current = decided.move
             self._carry_out(current, moves.resume(current))
 

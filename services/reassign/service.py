@@ -2,6 +2,8 @@
 internal port.
 
 Rules:
+- ``CheckStore`` (before a move commits): the target sees the source's store and it takes a
+  durable atomic rename (store.ownership_files.check_shared_store).
 - ``Resume`` (a cancelled move): the source serves the broker again (container.moves).
 - ``Release`` (the source): the broker must be served here on shared storage; it stops taking
   calls, is unregistered, and its store is flushed and closed (a clean close: the target's
@@ -42,6 +44,8 @@ class Moves(Protocol):
 
     async def resume(self, broker_name: str, epoch: int, values: dict) -> tuple[int, int]: ...
 
+    async def check_store(self, broker_name: str, values: dict, owner: str) -> None: ...
+
 
 class ReassignServicer(pb_grpc.ReassignServiceServicer):
     def __init__(self, moves: Moves):
@@ -74,6 +78,18 @@ class ReassignServicer(pb_grpc.ReassignServiceServicer):
         except MoveRefused as refused:
             await context.abort(refused.code, str(refused))
         return pb.OpenResponse(sealed_end=sealed_end, starts_at=starts_at)
+
+    async def CheckStore(self, request, context):
+        request_with_epoch = pb.OpenRequest(broker_name=request.broker_name, epoch=1,
+                                            broker_entry_json=request.broker_entry_json)
+        values = await _entry(context, request_with_epoch)
+        if not request.owner or len(request.owner) > 255:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "owner must be the owning container's endpoint")
+        try:
+            await self._moves.check_store(request.broker_name, values, request.owner)
+        except MoveRefused as refused:
+            await context.abort(refused.code, str(refused))
+        return pb.CheckStoreResponse()
 
 
 async def _entry(context, request) -> dict:

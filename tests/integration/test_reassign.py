@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -78,6 +80,8 @@ def test_a_move_and_a_move_back_under_load_lose_nothing_and_no_send_fails(cluste
     assert plan.returncode == 0 and "Dry run: nothing changed" in plan.stdout, plan.stdout + plan.stderr
     assert f"--to {cluster.endpoint(1)} --execute" in plan.stdout  # the rollback command
     assert cluster.moves_list()["moves"].get("active") == []
+    nowhere = cluster.admin("reassign-broker", "--broker", "broker-a", "--to", cluster.endpoint(1), "--execute")
+    assert nowhere.returncode == 1 and "already served by" in nowhere.stderr, nowhere.stdout + nowhere.stderr
     producer, consumers = start_load(cluster, tmp_path)
     cluster.wait_for(lambda: acked_after(producer, 0) > 600, 30, "the load runs")
 
@@ -123,7 +127,10 @@ def test_a_move_away_from_a_stopped_source_completes_fenced_and_the_woken_source
     assert counts.reorders() == 0
 
 
-def test_a_move_with_the_source_killed_halfway_completes_fenced(cluster, tmp_path):
+def test_a_move_with_the_source_killed_and_the_controller_restarted_halfway_completes_fenced(cluster, tmp_path):
+    """The move is committed, its source stopped so it cannot release; then the source is
+    killed and the controller (embedded in the nameserver) is killed and restarted: the new
+    leader resumes the move from its replicated record and completes it, fenced."""
     producer, consumers = start_load(cluster, tmp_path)
     cluster.wait_for(lambda: acked_after(producer, 0) > 600, 30, "the load runs")
     producer.stop()
@@ -133,7 +140,10 @@ def test_a_move_with_the_source_killed_halfway_completes_fenced(cluster, tmp_pat
     started = cluster.admin("reassign-broker", "--broker", "broker-a", "--to", cluster.endpoint(2), "--execute",
                             "--wait-ms", "300", "--json")
     assert started.returncode == 1 and json.loads(started.stdout)["ended"] is False, started.stdout + started.stderr
+    assert json.loads(started.stdout)["move"]["step"] == "COMMITTED"
     cluster.kill("container-1")  # killed halfway: after the commit, before any release
+    cluster.kill("namesrv")
+    cluster.start("namesrv")
     cluster.wait_for(lambda: cluster.admin("reassign-broker", "--verify", "--broker", "broker-a").returncode == 0, 30,
                      "the move completes fenced and container-2 alone serves broker-a")
     finished = cluster.moves_list()["moves"]["finished"][-1]
@@ -147,3 +157,42 @@ def test_a_move_with_the_source_killed_halfway_completes_fenced(cluster, tmp_pat
     for consumer in after:
         consumer.stop()
     assert counts.lost == set(), f"{len(counts.lost)} acknowledged messages lost"
+
+
+def test_a_move_to_a_target_that_stops_mid_move_rolls_back_and_the_source_serves_again(cluster, tmp_path):
+    """The target is stopped (SIGSTOP) once the move is committed (the source, stopped too for
+    that moment, holds the move in COMMITTED): the source, woken, releases; the target does not
+    open within reassignOpenTimeoutMillis; the source takes the broker back at a newer epoch,
+    and the command exits 1 naming the rollback.  The woken target's takeover, if its Open is
+    still queued, would be at the older epoch, which the store's claims refuse: exactly one
+    container serves."""
+    producer, consumers = start_load(cluster, tmp_path)
+    cluster.wait_for(lambda: acked_after(producer, 0) > 600, 30, "the load runs")
+    cluster.signal("container-1", signal.SIGSTOP)
+    command = subprocess.Popen([sys.executable, "-m", "container", "admin", "reassign-broker", "--broker", "broker-a",
+                                "--to", cluster.endpoint(2), "--execute", "--json", "-n", cluster.namesrv],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        cluster.wait_for(lambda: cluster.moves_list()["moves"].get("active"), 20, "the move is committed")
+        cluster.signal("container-2", signal.SIGSTOP)
+        cluster.signal("container-1", signal.SIGCONT)
+        stdout, stderr = command.communicate(timeout=60)
+    finally:
+        if command.poll() is None:
+            command.kill()
+    outcome = json.loads(stdout)
+    assert command.returncode == 1 and outcome["move"]["step"] == "ROLLED_BACK", stdout + stderr
+    assert outcome["serving"] == cluster.endpoint(1) and "did not open within 4000 ms" in outcome["move"]["why"], outcome
+    assert [s["step"] for s in outcome["steps"]][-2:] == ["ROLLING_BACK", "ROLLED_BACK"], outcome["steps"]
+    ledger = read_ledger(cluster.workdir / "shared-store" / "broker-a")
+    assert ledger.newest.owner == cluster.endpoint(1) and ledger.newest.epoch == outcome["move"]["epoch"] + 1
+    back_at = time.monotonic()
+    cluster.wait_for(lambda: acked_after(producer, back_at) > 600, 30, "sends go on on the source")
+    cluster.signal("container-2", signal.SIGCONT)
+    time.sleep(2)  # a queued Open would be answered now, and refused
+    assert read_ledger(cluster.workdir / "shared-store" / "broker-a").newest.owner == cluster.endpoint(1)
+    verify = cluster.admin("reassign-broker", "--verify", "--broker", "broker-a", "--json")
+    assert verify.returncode == 0 and json.loads(verify.stdout)["servedBy"] == [cluster.endpoint(1)], verify.stdout
+    counts = finish(producer, consumers)
+    assert counts.lost == set(), f"{len(counts.lost)} acknowledged messages lost"
+    assert counts.reorders() == 0

@@ -109,3 +109,27 @@ def test_the_brokers_tables_move_to_the_new_epochs_state_and_a_stale_rename_cann
         assert "40" in (new.state_dir / "config" / "consumerOffset.json").read_text()
         new.shutdown(), old.shutdown()
     asyncio.run(scenario())
+
+
+def test_the_storage_check_before_a_move_names_what_the_target_cannot_do(tmp_path, monkeypatch):
+    """store.ownership_files.check_shared_store: a path with no claims (the target's mount shows
+    another directory), claims naming another owner (another store, or a stale copy), a directory
+    whose rename fails; and a store the target can take over, which the check leaves as it was."""
+    import os
+
+    from store.ownership_files import check_shared_store
+    from store.takeover import claim_if_unowned
+
+    root = tmp_path / "broker-a"
+    assert "holds no ownership claims here" in check_shared_store(root, "127.0.0.1:8081")
+    assert claim_if_unowned(_config(root), "127.0.0.1:8081")
+    before = sorted(p.name for p in (root / "ownership").iterdir())
+    assert check_shared_store(root, "127.0.0.1:8081") is None
+    assert sorted(p.name for p in (root / "ownership").iterdir()) == before  # the probe left nothing
+    assert "name 127.0.0.1:8081 as the owner, not 127.0.0.1:8082" in check_shared_store(root, "127.0.0.1:8082")
+
+    def no_rename(src, dst):
+        raise OSError(18, "Invalid cross-device link")
+    monkeypatch.setattr(os, "rename", no_rename)
+    assert "does not take a durable atomic rename" in check_shared_store(root, "127.0.0.1:8081")
+    assert sorted(p.name for p in (root / "ownership").iterdir()) == before

@@ -51,11 +51,24 @@ class ContainerMoves:
         self._resumed: dict[str, int] = {}                      # broker -> the newest move epoch cancelled
         self.moved_to: dict[str, tuple[str, frozenset[str]]] = {}  # broker -> (its client endpoint now, its topics)
         self._client = None
+        self._lock = asyncio.Lock()  # one step at a time: a resume racing its move's release sees it whole
 
     def _hosted(self, broker_name: str):
         return next((h for h in self.container.hosted.values() if h.name == broker_name), None)
 
     async def release(self, broker_name: str, epoch: int, target_endpoint: str = "") -> tuple[int, dict]:
+        async with self._lock:
+            return await self._release(broker_name, epoch, target_endpoint)
+
+    async def open(self, broker_name: str, epoch: int, values: dict) -> tuple[int, int]:
+        async with self._lock:
+            return await self._open(broker_name, epoch, values)
+
+    async def resume(self, broker_name: str, epoch: int, values: dict) -> tuple[int, int]:
+        async with self._lock:
+            return await self._resume(broker_name, epoch, values)
+
+    async def _release(self, broker_name: str, epoch: int, target_endpoint: str) -> tuple[int, dict]:
         released = self._released.get(broker_name)
         if released is not None and released[0] == epoch:
             return released[1], released[2]
@@ -79,7 +92,7 @@ class ContainerMoves:
                     end, f"; its calls are relayed to {target_endpoint}" if target_endpoint else "")
         return end, dict(spec.values)
 
-    async def open(self, broker_name: str, epoch: int, values: dict) -> tuple[int, int]:
+    async def _open(self, broker_name: str, epoch: int, values: dict) -> tuple[int, int]:
         opened = self._opened.get(broker_name)
         if opened is not None and opened[0] == epoch and self._hosted(broker_name) is not None:
             return opened[1], opened[2]
@@ -108,13 +121,13 @@ class ContainerMoves:
                     epoch, taken.sealed_end)
         return taken.sealed_end, taken.starts_at
 
-    async def resume(self, broker_name: str, epoch: int, values: dict) -> tuple[int, int]:
+    async def _resume(self, broker_name: str, epoch: int, values: dict) -> tuple[int, int]:
         self._resumed[broker_name] = max(epoch, self._resumed.get(broker_name, 0))
         released = self._released.get(broker_name)
         if released is not None and released[0] == epoch:
             log.warning("%s: the move at epoch %d was cancelled after the release: taking the store back", broker_name,
                         epoch)
-            return await self.open(broker_name, epoch, values or released[2])
+            return await self._open(broker_name, epoch, values or released[2])
         hosted = self._hosted(broker_name)
         if hosted is None:
             raise MoveRefused(grpc.StatusCode.NOT_FOUND, f"broker {broker_name} is not served by {self.container.identity}")

@@ -107,8 +107,24 @@ def test_a_move_and_a_move_back_under_load_lose_nothing_and_no_send_fails(cluste
 
 
 def test_a_move_away_from_a_stopped_source_completes_fenced_and_the_woken_source_writes_nothing(cluster, tmp_path):
+    """First a move cancelled while its stopped source has not released (the source, woken,
+    keeps the broker); then the same move left to run: it completes fenced after
+    reassignReleaseTimeoutMillis, and the woken source acknowledges nothing more."""
     producer, consumers = start_load(cluster, tmp_path)
     cluster.wait_for(lambda: acked_after(producer, 0) > 600, 30, "the load runs")
+    cluster.signal("container-1", signal.SIGSTOP)
+    started = cluster.admin("reassign-broker", "--broker", "broker-a", "--to", cluster.endpoint(2), "--execute",
+                            "--wait-ms", "200", "--json")
+    assert started.returncode == 1 and json.loads(started.stdout)["move"]["step"] == "COMMITTED", started.stdout
+    cancelled = cluster.admin("reassign-broker", "--cancel", "--broker", "broker-a", "--json")
+    assert cancelled.returncode == 0 and json.loads(cancelled.stdout)["move"]["step"] == "CANCELLED", cancelled.stdout
+    again = cluster.admin("reassign-broker", "--cancel", "--broker", "broker-a")
+    assert again.returncode == 1 and "already ended (CANCELLED)" in again.stderr, again.stderr
+    cluster.signal("container-1", signal.SIGCONT)
+    time.sleep(1)
+    cluster.wait_for(lambda: cluster.admin("reassign-broker", "--verify", "--broker", "broker-a").returncode == 0, 20,
+                     "container-1 alone serves broker-a after the cancel")
+    assert cluster.served_by("broker-a") == [cluster.endpoint(1)]
     cluster.signal("container-1", signal.SIGSTOP)
     stopped_at = time.monotonic()
     code, there = move(cluster, 2)

@@ -15,6 +15,10 @@ Rules:
   that move is taken over again at that epoch (the target was never asked to open).
 - Calls that still reach this container for a broker it released are relayed to the move's
   target (``moved_to``, services.messaging).
+- A broker opened here by a move is remembered in ``{storePathRootDir}/moved-in.json`` (its
+  keys; written atomically, fsynced) until it is released again, so the container serves it
+  after a restart although its file does not name it (:meth:`ContainerMoves.moved_in_specs`);
+  the store's claims still decide whether it may.
 - ``report``: every ``brokerHeartbeatInterval`` the container tells the controller its client
   endpoint, its internal address and the brokers it serves (those on shared storage with their
   ownership epoch and keys); an idle container reports too: it may be a move's target.
@@ -31,6 +35,7 @@ import grpc
 from container.config import BrokerEntry
 from container.hosted_broker import bind_broker
 from metadata.config import ConfigError
+from services.broker.config_files import read_document, write_document
 from proto import controller_pb2 as cpb
 from services.reassign.service import MoveRefused
 from store.ownership import LedgerError
@@ -41,6 +46,14 @@ if TYPE_CHECKING:
     from container.runtime import BrokerContainer
 
 log = logging.getLogger(__name__)
+MOVED_IN = "moved-in.json"
+
+
+def _moved_in(document) -> dict[str, dict]:
+    if not isinstance(document, dict) or not all(isinstance(v, dict) and v.get("brokerName") == k
+                                                  for k, v in document.items()):
+        raise ValueError("expected an object of broker name -> its keys (naming that broker)")
+    return document
 
 
 class ContainerMoves:
@@ -52,6 +65,38 @@ class ContainerMoves:
         self.moved_to: dict[str, tuple[str, frozenset[str]]] = {}  # broker -> (its client endpoint now, its topics)
         self._client = None
         self._lock = asyncio.Lock()  # one step at a time: a resume racing its move's release sees it whole
+
+    @property
+    def _moved_in_path(self):
+        return self.container.config.store_path_root_dir / MOVED_IN
+
+    def moved_in_specs(self, configured: set[str]) -> list:
+        """The brokers moved here before this start, and not in the container's file."""
+        try:
+            document = read_document(self._moved_in_path, _moved_in) or {}
+        except ValueError as bad:
+            log.error("%s unreadable (%s): brokers moved here are not opened; move them again", self._moved_in_path, bad)
+            return []
+        specs = []
+        for name, values in sorted(document.items()):
+            if name in configured:
+                continue
+            try:
+                specs.append(bind_broker(BrokerEntry(values, f"{self._moved_in_path} [{name}]"), self.container.config))
+            except ConfigError as bad:
+                log.error("broker %s moved here cannot be opened: %s", name, bad)
+        return specs
+
+    async def _remember(self, broker_name: str, values: dict | None) -> None:
+        def update() -> None:
+            document = read_document(self._moved_in_path, _moved_in) or {}
+            if values is None:
+                if document.pop(broker_name, None) is None:
+                    return
+            else:
+                document[broker_name] = values
+            write_document(self._moved_in_path, document)
+        await asyncio.to_thread(update)
 
     def _hosted(self, broker_name: str):
         return next((h for h in self.container.hosted.values() if h.name == broker_name), None)
@@ -88,6 +133,7 @@ class ContainerMoves:
         end = hosted.store.commit_log_max_offset  # closed: nothing is written past it any more
         self._released[broker_name] = (epoch, end, dict(spec.values))
         self._opened.pop(broker_name, None)
+        await self._remember(broker_name, None)
         log.warning("%s: released for a move at ownership epoch %d (store closed at %d)%s", spec.canonical_name, epoch,
                     end, f"; its calls are relayed to {target_endpoint}" if target_endpoint else "")
         return end, dict(spec.values)
@@ -115,6 +161,7 @@ class ContainerMoves:
             raise MoveRefused(grpc.StatusCode.FAILED_PRECONDITION, f"the store's claims refuse the takeover: {refused}") from None
         self._released.pop(broker_name, None)
         self.moved_to.pop(broker_name, None)
+        await self._remember(broker_name, dict(values))
         await self.container.add_broker(spec)
         self._opened[broker_name] = (epoch, taken.sealed_end, taken.starts_at)
         log.warning("%s: taken over at ownership epoch %d (the previous owner's bytes end at %d)", spec.canonical_name,

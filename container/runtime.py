@@ -134,6 +134,7 @@ class BrokerContainer:
         check_ports_free(self.where, self._ports())
         if self.config.start_embedded_namesrv:
             await self._start_nameserver()
+        self.specs += self.moves.moved_in_specs({spec.broker.broker_name for spec in self.specs})
         for spec in self.specs:
             try:
                 await self._open(spec)

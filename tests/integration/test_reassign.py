@@ -146,7 +146,9 @@ def test_a_move_away_from_a_stopped_source_completes_fenced_and_the_woken_source
 def test_a_move_with_the_source_killed_and_the_controller_restarted_halfway_completes_fenced(cluster, tmp_path):
     """The move is committed, its source stopped so it cannot release; then the source is
     killed and the controller (embedded in the nameserver) is killed and restarted: the new
-    leader resumes the move from its replicated record and completes it, fenced."""
+    leader resumes the move from its replicated record and completes it, fenced.  The target
+    is killed after and restarted: it serves the broker moved to it, which its file does not
+    name (container/moves.py remembers it)."""
     producer, consumers = start_load(cluster, tmp_path)
     cluster.wait_for(lambda: acked_after(producer, 0) > 600, 30, "the load runs")
     producer.stop()
@@ -164,6 +166,9 @@ def test_a_move_with_the_source_killed_and_the_controller_restarted_halfway_comp
                      "the move completes fenced and container-2 alone serves broker-a")
     finished = cluster.moves_list()["moves"]["finished"][-1]
     assert finished["step"] == "DONE" and finished["fenced"], finished
+    cluster.kill("container-2")  # the new host dies after the move: restarted, it serves the broker moved to it
+    cluster.start("container-2")
+    cluster.wait_for(lambda: cluster.served_by("broker-a") == [cluster.endpoint(2)], 20, "container-2 serves broker-a again")
     after = [Client("consume", "--endpoint", cluster.endpoint(2), "--topic", "normal", "--group", "normal-group",
                     "--seconds", "600", log_path=tmp_path / "after-normal.log"),
              Client("consume", "--endpoint", cluster.endpoint(2), "--fifo-topic", "fifo", "--group", "fifo-group",

@@ -293,7 +293,8 @@ def move_via_containers(source: ContainerProcess, target: ContainerProcess, brok
             rpb.ReleaseRequest(broker_name=broker, epoch=epoch, target_endpoint=target.endpoint), timeout=120)
         released_at = time.monotonic()
         opened = rgrpc.ReassignServiceStub(to_target).Open(
-            rpb.OpenRequest(broker_name=broker, epoch=epoch, broker_entry_json=released.broker_entry_json),
+            rpb.OpenRequest(broker_name=broker, epoch=epoch, broker_entry_json=released.broker_entry_json,
+                           handed_end=released.sealed_end),
             timeout=600)
         return Move(began, released_at, time.monotonic(), epoch, released.sealed_end, opened.starts_at)
 

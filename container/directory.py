@@ -97,6 +97,9 @@ class ContainerDirectory:
     def relay_channel(self, endpoint: str):
         return self.container.relays.channel(endpoint)
 
+    def relay_gate(self, endpoint: str):
+        return self.container.moves.gate(endpoint)
+
     def no_master_reason(self, topic: str) -> str:
         return no_master_reason(self._views(self._hosted()), topic, self.pinned_name)
 

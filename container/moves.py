@@ -37,6 +37,7 @@ from container.hosted_broker import bind_broker
 from metadata.config import ConfigError
 from services.broker.config_files import read_document, write_document
 from proto import controller_pb2 as cpb
+from services.messaging.moved_relay import Gate
 from services.reassign.service import MoveRefused
 from store.ownership import LedgerError
 from store.ownership_files import check_shared_store
@@ -64,6 +65,7 @@ class ContainerMoves:
         self._resumed: dict[str, int] = {}                      # broker -> the newest move epoch cancelled
         self.moved_to: dict[str, tuple[str, frozenset[str]]] = {}  # broker -> (its client endpoint now, its topics)
         self._client = None
+        self._gates: dict[str, Gate] = {}  # target endpoint -> its readiness to relayed calls
         self._lock = asyncio.Lock()  # one step at a time: a resume racing its move's release sees it whole
 
     @property
@@ -98,6 +100,12 @@ class ContainerMoves:
             write_document(self._moved_in_path, document)
         await asyncio.to_thread(update)
 
+    def gate(self, target: str) -> Gate:
+        gate = self._gates.get(target)
+        if gate is None:
+            gate = self._gates[target] = Gate()
+        return gate
+
     def _hosted(self, broker_name: str):
         return next((h for h in self.container.hosted.values() if h.name == broker_name), None)
 
@@ -105,9 +113,9 @@ class ContainerMoves:
         async with self._lock:
             return await self._release(broker_name, epoch, target_endpoint)
 
-    async def open(self, broker_name: str, epoch: int, values: dict) -> tuple[int, int]:
+    async def open(self, broker_name: str, epoch: int, values: dict, handed_end: int | None = None) -> tuple[int, int]:
         async with self._lock:
-            return await self._open(broker_name, epoch, values)
+            return await self._open(broker_name, epoch, values, handed_end)
 
     async def resume(self, broker_name: str, epoch: int, values: dict) -> tuple[int, int]:
         async with self._lock:
@@ -129,6 +137,7 @@ class ContainerMoves:
         spec = hosted.spec
         if target_endpoint:  # relayed from now (services.messaging.moved_relay)
             self.moved_to[broker_name] = (target_endpoint, frozenset(hosted.broker.topics.table.topics))
+            self._gates[target_endpoint] = Gate()  # not ready until a relayed call finds it serving
         await self.container.remove_broker(spec.broker.broker_cluster_name, hosted.name, spec.broker.broker_id)
         end = hosted.store.commit_log_max_offset  # closed: nothing is written past it any more
         self._released[broker_name] = (epoch, end, dict(spec.values))
@@ -138,7 +147,7 @@ class ContainerMoves:
                     end, f"; its calls are relayed to {target_endpoint}" if target_endpoint else "")
         return end, dict(spec.values)
 
-    async def _open(self, broker_name: str, epoch: int, values: dict) -> tuple[int, int]:
+    async def _open(self, broker_name: str, epoch: int, values: dict, handed_end: int | None = None) -> tuple[int, int]:
         opened = self._opened.get(broker_name)
         if opened is not None and opened[0] == epoch and self._hosted(broker_name) is not None:
             return opened[1], opened[2]
@@ -156,7 +165,7 @@ class ContainerMoves:
             # taking back a broker this container never released (its release timed out): drop its stale copy
             await self.container.remove_broker(spec.broker.broker_cluster_name, hosted.name, spec.broker.broker_id)
         try:
-            taken = await asyncio.to_thread(take_over, spec.store, self.container.identity, epoch)
+            taken = await asyncio.to_thread(take_over, spec.store, self.container.identity, epoch, handed_end)
         except LedgerError as refused:
             raise MoveRefused(grpc.StatusCode.FAILED_PRECONDITION, f"the store's claims refuse the takeover: {refused}") from None
         self._released.pop(broker_name, None)

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14proto/reassign.proto\x12\x13relaymq.internal.v1\"M\n\x0eReleaseRequest\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12\r\n\x05\x65poch\x18\x02 \x01(\x03\x12\x17\n\x0ftarget_endpoint\x18\x03 \x01(\t\"@\n\x0fReleaseResponse\x12\x12\n\nsealed_end\x18\x01 \x01(\x03\x12\x19\n\x11\x62roker_entry_json\x18\x02 \x01(\t\"L\n\x0bOpenRequest\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12\r\n\x05\x65poch\x18\x02 \x01(\x03\x12\x19\n\x11\x62roker_entry_json\x18\x03 \x01(\t\"5\n\x0cOpenResponse\x12\x12\n\nsealed_end\x18\x01 \x01(\x03\x12\x11\n\tstarts_at\x18\x02 \x01(\x03\"N\n\rResumeRequest\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12\r\n\x05\x65poch\x18\x02 \x01(\x03\x12\x19\n\x11\x62roker_entry_json\x18\x03 \x01(\t\"R\n\x11\x43heckStoreRequest\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12\x19\n\x11\x62roker_entry_json\x18\x02 \x01(\t\x12\r\n\x05owner\x18\x03 \x01(\t\"\x14\n\x12\x43heckStoreResponse2\xe4\x02\n\x0fReassignService\x12T\n\x07Release\x12#.relaymq.internal.v1.ReleaseRequest\x1a$.relaymq.internal.v1.ReleaseResponse\x12K\n\x04Open\x12 .relaymq.internal.v1.OpenRequest\x1a!.relaymq.internal.v1.OpenResponse\x12O\n\x06Resume\x12\".relaymq.internal.v1.ResumeRequest\x1a!.relaymq.internal.v1.OpenResponse\x12]\n\nCheckStore\x12&.relaymq.internal.v1.CheckStoreRequest\x1a\'.relaymq.internal.v1.CheckStoreResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14proto/reassign.proto\x12\x13relaymq.internal.v1\"M\n\x0eReleaseRequest\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12\r\n\x05\x65poch\x18\x02 \x01(\x03\x12\x17\n\x0ftarget_endpoint\x18\x03 \x01(\t\"@\n\x0fReleaseResponse\x12\x12\n\nsealed_end\x18\x01 \x01(\x03\x12\x19\n\x11\x62roker_entry_json\x18\x02 \x01(\t\"t\n\x0bOpenRequest\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12\r\n\x05\x65poch\x18\x02 \x01(\x03\x12\x19\n\x11\x62roker_entry_json\x18\x03 \x01(\t\x12\x17\n\nhanded_end\x18\x04 \x01(\x03H\x00\x88\x01\x01\x42\r\n\x0b_handed_end\"5\n\x0cOpenResponse\x12\x12\n\nsealed_end\x18\x01 \x01(\x03\x12\x11\n\tstarts_at\x18\x02 \x01(\x03\"N\n\rResumeRequest\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12\r\n\x05\x65poch\x18\x02 \x01(\x03\x12\x19\n\x11\x62roker_entry_json\x18\x03 \x01(\t\"R\n\x11\x43heckStoreRequest\x12\x13\n\x0b\x62roker_name\x18\x01 \x01(\t\x12\x19\n\x11\x62roker_entry_json\x18\x02 \x01(\t\x12\r\n\x05owner\x18\x03 \x01(\t\"\x14\n\x12\x43heckStoreResponse2\xe4\x02\n\x0fReassignService\x12T\n\x07Release\x12#.relaymq.internal.v1.ReleaseRequest\x1a$.relaymq.internal.v1.ReleaseResponse\x12K\n\x04Open\x12 .relaymq.internal.v1.OpenRequest\x1a!.relaymq.internal.v1.OpenResponse\x12O\n\x06Resume\x12\".relaymq.internal.v1.ResumeRequest\x1a!.relaymq.internal.v1.OpenResponse\x12]\n\nCheckStore\x12&.relaymq.internal.v1.CheckStoreRequest\x1a\'.relaymq.internal.v1.CheckStoreResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,15 +36,15 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RELEASERESPONSE']._serialized_start=124
   _globals['_RELEASERESPONSE']._serialized_end=188
   _globals['_OPENREQUEST']._serialized_start=190
-  _globals['_OPENREQUEST']._serialized_end=266
-  _globals['_OPENRESPONSE']._serialized_start=268
-  _globals['_OPENRESPONSE']._serialized_end=321
-  _globals['_RESUMEREQUEST']._serialized_start=323
-  _globals['_RESUMEREQUEST']._serialized_end=401
-  _globals['_CHECKSTOREREQUEST']._serialized_start=403
-  _globals['_CHECKSTOREREQUEST']._serialized_end=485
-  _globals['_CHECKSTORERESPONSE']._serialized_start=487
-  _globals['_CHECKSTORERESPONSE']._serialized_end=507
-  _globals['_REASSIGNSERVICE']._serialized_start=510
-  _globals['_REASSIGNSERVICE']._serialized_end=866
+  _globals['_OPENREQUEST']._serialized_end=306
+  _globals['_OPENRESPONSE']._serialized_start=308
+  _globals['_OPENRESPONSE']._serialized_end=361
+  _globals['_RESUMEREQUEST']._serialized_start=363
+  _globals['_RESUMEREQUEST']._serialized_end=441
+  _globals['_CHECKSTOREREQUEST']._serialized_start=443
+  _globals['_CHECKSTOREREQUEST']._serialized_end=525
+  _globals['_CHECKSTORERESPONSE']._serialized_start=527
+  _globals['_CHECKSTORERESPONSE']._serialized_end=547
+  _globals['_REASSIGNSERVICE']._serialized_start=550
+  _globals['_REASSIGNSERVICE']._serialized_end=906
 # @@protoc_insertion_point(module_scope)

@@ -23,14 +23,16 @@ class ReleaseResponse(_message.Message):
     def __init__(self, sealed_end: _Optional[int] = ..., broker_entry_json: _Optional[str] = ...) -> None: ...
 
 class OpenRequest(_message.Message):
-    __slots__ = ("broker_name", "epoch", "broker_entry_json")
+    __slots__ = ("broker_name", "epoch", "broker_entry_json", "handed_end")
     BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     BROKER_ENTRY_JSON_FIELD_NUMBER: _ClassVar[int]
+    HANDED_END_FIELD_NUMBER: _ClassVar[int]
     broker_name: str
     epoch: int
     broker_entry_json: str
-    def __init__(self, broker_name: _Optional[str] = ..., epoch: _Optional[int] = ..., broker_entry_json: _Optional[str] = ...) -> None: ...
+    handed_end: int
+    def __init__(self, broker_name: _Optional[str] = ..., epoch: _Optional[int] = ..., broker_entry_json: _Optional[str] = ..., handed_end: _Optional[int] = ...) -> None: ...
 
 class OpenResponse(_message.Message):
     __slots__ = ("sealed_end", "starts_at")

@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from store.checkpoint_file import CheckpointFile
+from store.checkpoint import Checkpoint
+from store.checkpoint_file import CheckpointFile, write_checkpoint
 from store.commit_log import CommitLog
 from store.epoch_file import FILE_NAME as EPOCH_FILE
 from store.ownership import Ledger, LedgerError, begin_takeover, claim_of, plan, queue_layers, seal
@@ -104,6 +105,16 @@ def claim_if_unowned(config, owner: str) -> bool:
     return True
 
 
+def _handed_start(log: CommitLog, point, handed_end: int | None) -> int | None:
+    if (handed_end is None or point is None or not point.clean_shutdown
+            or point.commit_log_flushed_offset != handed_end or point.consume_queue_flushed_offset != handed_end):
+        return None
+    starts = log.files.starts()
+    if not starts or handed_end < starts[0] or log.files.end() < handed_end:
+        return None
+    return handed_end
+
+
 @dataclass(frozen=True)
 class Takeover:
     epoch: int
@@ -112,7 +123,10 @@ class Takeover:
     queues: int
 
 
-def take_over(config, owner: str, epoch: int) -> Takeover:
+def take_over(config, owner: str, epoch: int, handed_end: int | None = None) -> Takeover:
+    """``handed_end``: where the old owner said its log ends after closing cleanly; the scan
+    starts there when its checkpoint agrees (a clean close at that very offset, its files that
+    long), else from the checkpoint's segment.  A starting point, never trusted as the end."""
     root = config.store_path_root_dir
     before = read_ledger(root)
     begun = begin_takeover(before, epoch, owner)
@@ -122,7 +136,7 @@ def take_over(config, owner: str, epoch: int) -> Takeover:
     log, queues = _open(root, config, before, previous.epoch)
     try:
         point = CheckpointFile(old_state / "checkpoint").read()
-        recover(log, queues, point)
+        recover(log, queues, point, _handed_start(log, point, handed_end))
         end = log.write_offset
         sealed = seal(begun, end, config.mapped_file_size_commit_log)
         write_splits(root, epoch, {(q.topic, q.queue_id): q.max_offset for q in queues.all()})
@@ -133,7 +147,11 @@ def take_over(config, owner: str, epoch: int) -> Takeover:
         log.files.close()
     new_state = state_dir(root, epoch)
     make_directories(new_state)
-    for name in ("checkpoint", EPOCH_FILE, *(f"config/{f.name}" for f in sorted((old_state / "config").glob("*.json*")))):
+    # the new epoch's checkpoint: clean at the sealed end (everything below it was recovered and
+    # synced just now), so the new owner's start reads nothing of the old owner's last segment again
+    write_checkpoint(new_state / "checkpoint", replace(point or Checkpoint(), commit_log_flushed_offset=end,
+                                                        consume_queue_flushed_offset=end, clean_shutdown=True))
+    for name in (EPOCH_FILE, *(f"config/{f.name}" for f in sorted((old_state / "config").glob("*.json*")))):
         if (old_state / name).exists():  # the broker's tables (store.message_store.state_dir): a few small files
             make_directories((new_state / name).parent)
             shutil.copyfile(old_state / name, new_state / name)

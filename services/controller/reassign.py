@@ -225,6 +225,8 @@ class ControllerMoves:
                                                 broker_entry_json=move.entry), timeout=self.settings.open_timeout_ms / 1000)
             return None
         opening = rpb.OpenRequest(broker_name=move.broker, epoch=action.epoch, broker_entry_json=move.entry)
+        if isinstance(action, moves.AskOpen) and action.handed_end is not None:
+            opening.handed_end = action.handed_end
         try:
             await stub.Open(opening, timeout=self.settings.open_timeout_ms / 1000)
         except grpc.aio.AioRpcError as exc:

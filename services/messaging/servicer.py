@@ -133,7 +133,7 @@ class MessagingService(service_grpc.MessagingServiceServicer):
     async def _answer(self, method, response_cls, work, request, context, on_reject=None):
         moved = self._moved(request)
         if moved is not None:
-            return await moved_relay.relay_unary(moved[0], method, request, response_cls, context, moved[1])
+            return await moved_relay.relay_unary(*moved[:1], method, request, response_cls, context, *moved[1:])
         started = time.perf_counter()
         try:
             client = self.client_of(context)
@@ -289,13 +289,14 @@ class MessagingService(service_grpc.MessagingServiceServicer):
         """(channel, endpoint) of the container a moved broker of this call went to, or None."""
         target = self._directory.moved_target(moved_relay.topic_of(request), moved_relay.broker_of(request)) \
             if getattr(self._directory, "moved_away", False) else None
-        return None if target is None else (self._directory.relay_channel(target), target)
+        return None if target is None else (self._directory.relay_channel(target), target,
+                                             self._directory.relay_gate(target))
 
     async def ReceiveMessage(self, request, context):
         moved = self._moved(request)
         if moved is not None:
             async for response in moved_relay.relay_stream(moved[0], "ReceiveMessage", request,
-                                                           service.ReceiveMessageResponse, context, moved[1]):
+                                                           service.ReceiveMessageResponse, context, *moved[1:]):
                 yield response
             return
         started = time.perf_counter()

@@ -40,7 +40,7 @@ class MoveRefused(Exception):
 class Moves(Protocol):
     async def release(self, broker_name: str, epoch: int, target_endpoint: str = "") -> tuple[int, dict]: ...
 
-    async def open(self, broker_name: str, epoch: int, values: dict) -> tuple[int, int]: ...
+    async def open(self, broker_name: str, epoch: int, values: dict, handed_end: int | None = None) -> tuple[int, int]: ...
 
     async def resume(self, broker_name: str, epoch: int, values: dict) -> tuple[int, int]: ...
 
@@ -62,7 +62,8 @@ class ReassignServicer(pb_grpc.ReassignServiceServicer):
     async def Open(self, request, context):
         values = await _entry(context, request)
         try:
-            sealed_end, starts_at = await self._moves.open(request.broker_name, request.epoch, values)
+            handed = request.handed_end if request.HasField("handed_end") and request.handed_end >= 0 else None
+            sealed_end, starts_at = await self._moves.open(request.broker_name, request.epoch, values, handed)
         except MoveRefused as refused:
             await context.abort(refused.code, str(refused))
         return pb.OpenResponse(sealed_end=sealed_end, starts_at=starts_at)

@@ -35,7 +35,7 @@ class Moves:
             raise MoveRefused(grpc.StatusCode.NOT_FOUND, "broker elsewhere is not served by 127.0.0.1:8081")
         return 4096, {"brokerName": broker_name}
 
-    async def open(self, broker_name, epoch, values):
+    async def open(self, broker_name, epoch, values, handed_end=None):
         self.calls.append(("open", broker_name, epoch))
         return 4096, 1 << 30
 

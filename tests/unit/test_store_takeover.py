@@ -133,3 +133,44 @@ def test_the_storage_check_before_a_move_names_what_the_target_cannot_do(tmp_pat
     monkeypatch.setattr(os, "rename", no_rename)
     assert "does not take a durable atomic rename" in check_shared_store(root, "127.0.0.1:8081")
     assert sorted(p.name for p in (root / "ownership").iterdir()) == before
+
+
+@pytest.mark.parametrize("handed", [True, False])
+def test_after_a_clean_release_neither_the_takeover_nor_the_new_owner_reads_the_old_segment_again(tmp_path, handed):
+    """A takeover after a clean release scans from the handed end (the old owner's clean
+    checkpoint agrees), so it replays nothing; without the handed end (fenced) it scans from the
+    checkpoint's segment.  Either way the new owner's start begins past the sealed end (the
+    takeover scanned and synced everything below it) and replays nothing, and serves everything."""
+    from store import recovery
+
+    replayed = []
+    real = recovery.recover
+
+    def counting(log, queues, point, start=None):
+        report = real(log, queues, point, start)
+        replayed.append(report.records_replayed)
+        return report
+
+    async def scenario():
+        config = _config(tmp_path)
+        owner = MessageStore(config, lambda: 1, shared="c1")
+        owner.start()
+        everything = await _put(owner, "a", 200)  # several 64 KiB segments, the last one partly full
+        end = owner.commit_log_max_offset
+        owner.shutdown()
+        import store.takeover as takeover_module
+        takeover_module.recover = counting
+        try:
+            taken = take_over(config, "c2", 1, end if handed else None)
+        finally:
+            takeover_module.recover = real
+        assert taken.sealed_end == end
+        assert replayed == [0] if handed else replayed[0] > 0
+        new = MessageStore(config, lambda: 1, shared="c2")
+        report = new.start()
+        assert report.records_replayed == 0 and report.commit_log_max_offset == taken.starts_at
+        assert _bodies(new) == everything
+        more = await _put(new, "b", 5)
+        assert _bodies(new) == everything + more
+        new.shutdown()
+    asyncio.run(scenario())

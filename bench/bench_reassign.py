@@ -1,44 +1,56 @@
 """Moving a broker to another container without copying its data, against rebuilding a replica
 by copying it (issue 26's figures; design: docs/reassign.md).
 
-For each store size (``--sizes 100M,1G,10G``: MiB and GiB), in one run:
+For each store size (``--sizes 100M,1G,10G``: MiB and GiB) and each way of moving (``--via
+containers``, ``cli`` or both, comma-separated: one row each, each on its own deployment and
+its own store; bench/reassign_vias.py), in one run:
 
 1. fill: broker-a's store on "shared storage" (a directory both containers reach) is filled
-   offline as its source container would have written it: claimed for that container at
-   ownership epoch 1 (its bytes start at 0), then ``MessageStore.put`` of ``--body-kib``
-   messages in 8 queues of one topic (ASYNC_FLUSH, batches of up to 8 MiB), closed cleanly,
-   then ``os.sync`` so that nothing after competes with its writeback;
-2. copy (the reference, since this VM's speed moves 2x between minutes): ``cp -a`` of the
-   store directory on the same disk, then fdatasync of every copied file; the copy is deleted;
-3. catch-up (issue 5): a standalone nameserver and two container processes
-   (tests/support/container_process.py): container-1 (the source) serves broker-a
-   (``sharedStorage``, SYNC_FLUSH), container-2 (the target) a spare broker.  A third
-   container with an empty broker-a slave (SYNC_FLUSH) joins the source and replicates until
-   the master reports the slave's acked offset at its max offset: seconds from the slave's
-   "container ready"; the slave is stopped then.  (It is done before the move: a slave of
-   the moved broker does not get past the hole the takeover leaves in the old segment.)
+   offline as its source container would have written it: claimed for that container's client
+   endpoint at ownership epoch 1 (its bytes start at 0), then ``MessageStore.put`` of
+   ``--body-kib`` messages in 8 queues of one topic (ASYNC_FLUSH, batches of up to 8 MiB),
+   closed cleanly, then ``os.sync`` so that nothing after competes with its writeback;
+2. copy (the reference, since this VM's speed moves 2x between minutes; once per size, on the
+   first via's store): ``cp -a`` of the store directory on the same disk, then fdatasync of
+   every copied file; the copy is deleted;
+3. the deployment starts: via ``containers`` a standalone nameserver and two container
+   processes (tests/support/container_process.py), container-1 (the source) serving broker-a
+   (``sharedStorage``, SYNC_FLUSH), container-2 (the target) a spare broker; via ``cli`` the
+   deployment of conf/reassign from its shipped files (tests/support/reassign_cluster.py: a
+   nameserver with the embedded controller, container-1 serving broker-a, container-2 idle).
+   Catch-up (issue 5; once per size, on the first via's deployment): a third container with
+   an empty broker-a slave (SYNC_FLUSH) joins the source and replicates until the master
+   reports the slave's acked offset at its max offset: seconds from the slave's "container
+   ready"; the slave is stopped then.  (It is done before the move: a slave of the moved
+   broker does not get past the hole the takeover leaves in the old segment.)
 4. move: the official Python client (tests/support/official_client/steady.py, default
    settings) sends 1 KiB messages at ``--rate`` per second to a topic only broker-a has,
-   through the source's endpoint.  The move (``--via containers``, :func:`move_via_containers`):
-   ``Release`` on the source's internal port (naming the target, to which the source relays
-   the calls that still reach it), then ``Open`` on the target's with the keys the source
-   answered, as the controller's driver does.  Figures: Release and Open durations,
-   the handover (Release called to Open answered), served (Release called to the target's
-   first acknowledgement of a send made straight to its endpoint, sent every 10 ms from when
-   Open answered), the move (Release called to the official client's first acknowledged
-   send served by the target: the first acknowledged send it started after Release
-   answered, when the source no longer serves broker-a), the client's longest time with no
-   acknowledged send from the Release call to then, and acknowledged messages lost (every
-   acknowledged message is consumed from the target at the end; must be 0).  ``tail``: the
-   source's bytes in its last commit-log segment, which the target's open scans.
+   through the source's endpoint.  Via ``containers`` (``move_via_containers``): ``Release``
+   on the source's internal port (naming the target, to which the source relays the calls
+   that still reach it), then ``Open`` on the target's with the keys and the sealed end the
+   source answered, as the controller's driver does.  Via ``cli`` (``move_via_cli``): the
+   operator's ``relaymq admin reassign-broker --broker broker-a --to TARGET --execute
+   --json``; the controller leader drives the same steps.  Figures: Release and Open
+   durations (via cli: between the controller's commits of the move, OPENING and OPENED, from
+   its log), the handover (Release called to Open answered), served (Release called to the
+   target's first acknowledgement of a send made straight to its endpoint, sent every 10 ms
+   from when Open answered; via containers only), the move (Release called, via cli the
+   command started, to the official client's first acknowledged send served by the target:
+   the first acknowledged send it started after Release answered, via cli after the
+   controller committed OPENING, when the source no longer serves broker-a), the client's
+   longest time with no acknowledged send from then to that send, and acknowledged messages
+   lost (every acknowledged message is consumed from the target at the end; must be 0).  Via
+   cli also the command's wall time and the controller's duration of the move (its record's
+   ``sinceMs - startedMs`` at DONE).  ``tail``: the source's bytes in its last commit-log
+   segment, which the target's open scans.
 
 Goals (issue 26): a move under 1 s for any size, a gap under 0.5 s.  A client that is not
 relayed reaches the target at its next route refresh (the official clients': every 30 s), so
 ``--after-s`` waits longer than that for the first acknowledged send on the target.
 
     .venv/bin/python bench/bench_reassign.py                      # 100M, 1G and 10G
-    .venv/bin/python bench/bench_reassign.py --sizes 100M --json
-Prints how it ran (command, commit, machine), then one line per size.  Benchmarks print;
+    .venv/bin/python bench/bench_reassign.py --sizes 100M --via cli,containers --json
+Prints how it ran (command, commit, machine), then one line per size and via.  Benchmarks print;
 they never fail on timing.
 """
 from __future__ import annotations
@@ -55,8 +67,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -66,33 +78,30 @@ import grpc  # noqa: E402
 from bench.bench_broker import META, message  # noqa: E402
 from bench.bench_failover import settle  # noqa: E402
 from bench.bench_replication import wait_acked  # noqa: E402
+from bench.reassign_vias import BROKER, RETENTION, CliRun, ContainersRun, Move  # noqa: E402
 from metadata.message import MessageDraft, Prop  # noqa: E402
 from proto import messaging_definition_pb2 as d  # noqa: E402
 from proto import messaging_service_pb2 as s  # noqa: E402
 from proto import messaging_service_pb2_grpc as g  # noqa: E402
-from proto import reassign_pb2 as rpb  # noqa: E402
-from proto import reassign_pb2_grpc as rgrpc  # noqa: E402
 from scheduler.clock import SystemClock  # noqa: E402
 from store.config import FlushDiskType, StoreConfig  # noqa: E402
 from store.message_store import MessageStore  # noqa: E402
-from store.ownership_files import read_ledger  # noqa: E402
 from store.takeover import claim_if_unowned  # noqa: E402
 from tests.support.container_process import ContainerProcess  # noqa: E402
 from tests.support.failover_load import Client, drain, longest_gap, wait_started  # noqa: E402
-from tests.support.nameserver_process import start_nameserver  # noqa: E402
 
 MIB = 1 << 20
 UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 SIZE = re.compile(r"(\d+)([KMGT])(?:i?B)?", re.IGNORECASE)
 MAX_SIZE = 1 << 40
-BROKER = "broker-a"        # bench_replication.wait_acked asks the master about this broker
 TOPIC = "normal"           # the load's topic, on broker-a only
 PROBE_TOPIC = "probe"      # the direct sends' topic, on broker-a only
 FILL_TOPIC = "bench-fill"
 FILL_QUEUES = 8
 FILL_BATCH_BYTES = 8 * MIB
-SEGMENT_BYTES = StoreConfig(Path(".")).mapped_file_size_commit_log  # the brokers' (default) and the fill's
 DISK_USE_MAX = 0.70        # the brokers delete the oldest segments above diskMaxUsedSpaceRatio (75%)
+VIAS = {"containers": ContainersRun, "cli": CliRun}   # --via: the deployment, whose move() moves broker-a
+Run = ContainersRun | CliRun
 
 
 def parse_sizes(text: str) -> list[tuple[str, int]]:
@@ -113,12 +122,23 @@ def parse_sizes(text: str) -> list[tuple[str, int]]:
     return sizes
 
 
+def parse_vias(text: str) -> list[str]:
+    """``"cli,containers"`` -> ["cli", "containers"]: each of :data:`VIAS` at most once, in order."""
+    vias = [part.strip() for part in text.split(",")]
+    for via in vias:
+        if via not in VIAS:
+            raise argparse.ArgumentTypeError(f"{via!r}: a via is one of {', '.join(VIAS)}")
+    if len(set(vias)) != len(vias):
+        raise argparse.ArgumentTypeError(f"{text}: the same via twice")
+    return vias
+
+
 def how_it_ran(args) -> dict:
     def git(*command: str) -> str:
         done = subprocess.run(["git", *command], cwd=ROOT, capture_output=True, text=True, check=False)
         return done.stdout.strip() if done.returncode == 0 else "unknown"
     dirty = git("status", "--porcelain", "--untracked-files=no", "--", "container", "services", "store", "ha",
-                "metadata", "scheduler", "proto")
+                "metadata", "scheduler", "proto", "conf")
     return {"command": shlex.join([sys.executable, *sys.argv]),
             "commit": git("rev-parse", "--short", "HEAD") + (" (product files modified)" if dirty else ""),
             "machine": f"{platform.machine()}, {os.cpu_count()} cpus, {platform.platform()}, "
@@ -126,7 +146,7 @@ def how_it_ran(args) -> dict:
             "load_before": " ".join(f"{x:.2f}" for x in os.getloadavg()),
             "fill": f"offline MessageStore.put of {args.body_kib} KiB messages in {FILL_QUEUES} queues, up to the size, "
                     "as the source (epoch 1), ASYNC_FLUSH, closed cleanly, os.sync",
-            "via": args.via, "rate": args.rate}
+            "via": ",".join(args.via), "rate": args.rate}
 
 
 # --- 1 and 2: fill, and the plain copy --------------------------------------------------------------
@@ -184,74 +204,15 @@ def copy_store(root: Path, into: Path) -> dict:
     return {"copy_s": copied, "copy_synced_s": synced}
 
 
-# --- the containers ---------------------------------------------------------------------------------
-# This VM's filesystem reports 252 GiB of blocks of which about 100 GiB are usable, so the used
-# ratio retention measures ((blocks - available) / blocks, as RocketMQ does) passes the default
-# diskMaxUsedSpaceRatio (75) once the 10 GiB store, its copy and the replica are on disk, and
-# retention deleted the oldest segments mid-run (the replica then stopped, its position below the
-# master's min).  The benchmark measures moves, not retention: the brokers may fill the disk to 95 %.
-RETENTION = {"diskMaxUsedSpaceRatio": 95, "diskSpaceWarningLevelRatio": 97}
-
-class Cluster:
-    """A standalone nameserver and the containers of one size's run: container-1 (the source)
-    serves broker-a from the shared store, container-2 (the target) a spare broker.  The
-    containers' ports are chosen at once (the source's client endpoint is its name in the
-    store's claims); :meth:`start` starts them, :meth:`close` ends whatever was started."""
-
-    def __init__(self, root: Path):
-        self.root, self.shared = root, root / "shared-store" / BROKER
-        self.nameserver = start_nameserver(root / "namesrv")
-        entry = {"brokerName": BROKER, "storePathRootDir": str(self.shared), "sharedStorage": True,
-                 "flushDiskType": "SYNC_FLUSH", "totalReplicas": 2, **RETENTION}
-        self.source = ContainerProcess(root / "container-1", brokers=[entry], embedded_namesrv=False,
-                                       namesrv_port=self.nameserver.port)
-        self.target = ContainerProcess(root / "container-2", brokers=[{"brokerName": "broker-spare"}],
-                                       embedded_namesrv=False, namesrv_port=self.nameserver.port)
-        self.replica: ContainerProcess | None = None
-        self.clients: list[Client] = []
-
-    def start(self) -> float:
-        """Seconds the source took to start: it opens the filled store as its owner."""
-        began = time.perf_counter()
-        self.source.start(timeout_s=600)
-        started = time.perf_counter() - began
-        self.target.start(timeout_s=60)
-        return started
-
-    def client(self, *args: str, name: str) -> Client:
-        client = Client(*args, log_path=self.root / f"{name}.log")
-        self.clients.append(client)
-        return client
-
-    def create_topic(self, topic: str) -> None:
-        deadline = time.monotonic() + 30
-        while True:  # the broker registers at the nameserver shortly after its container is ready
-            done = self.source.admin("update-topic", "--topic", topic, "--type", "NORMAL", "--queues", "8",
-                                     "-b", BROKER, "-n", self.nameserver.address)
-            if done.returncode == 0:
-                return
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"update-topic failed: {done.stdout[-300:]} {done.stderr[-300:]}")
-            time.sleep(0.2)
-
-    def close(self) -> None:
-        for client in self.clients:
-            client.stop(timeout_s=10)
-        for container in (self.replica, self.target, self.source):
-            if container is not None:
-                container.kill()
-        self.nameserver.kill()
-
-
 # --- 3: a replica rebuilt by copying ------------------------------------------------------------------
-def catch_up(cluster: Cluster, nbytes: int) -> dict:
+def catch_up(cluster: Run, nbytes: int) -> dict:
     """An empty slave of broker-a (SYNC_FLUSH) joins the source and copies its whole store;
     stopped once caught up.  None when it does not catch up in time (at less than 4 MiB/s)."""
-    master = cluster.source
+    master = SimpleNamespace(admin_port=cluster.source_admin_port)   # what wait_acked asks
     entry = {"brokerName": BROKER, "brokerId": 1, "brokerRole": "SLAVE", "flushDiskType": "SYNC_FLUSH",
              "totalReplicas": 2, "haMasterAddress": f"127.0.0.1:{master.admin_port}", **RETENTION}
     cluster.replica = replica = ContainerProcess(cluster.root / "replica", brokers=[entry], embedded_namesrv=False,
-                                                 namesrv_port=cluster.nameserver.port)
+                                                 namesrv_port=cluster.namesrv_port)
     spawned = time.perf_counter()
     replica.start(timeout_s=60)
     ready = time.perf_counter()
@@ -268,47 +229,6 @@ def catch_up(cluster: Cluster, nbytes: int) -> dict:
 
 
 # --- 4: the move --------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Move:
-    """One move's answers and its times (``time.monotonic``, the clients' events' clock)."""
-    began: float
-    released_at: float
-    opened_at: float
-    epoch: int
-    sealed_end: int
-    starts_at: int
-
-    def figures(self) -> dict:
-        return {"release_ms": round((self.released_at - self.began) * 1000, 1),
-                "open_ms": round((self.opened_at - self.released_at) * 1000, 1),
-                "handover_ms": round((self.opened_at - self.began) * 1000, 1),
-                "epoch": self.epoch, "sealed_end": self.sealed_end, "starts_at": self.starts_at,
-                "tail_bytes": self.sealed_end % SEGMENT_BYTES}
-
-
-def move_via_containers(source: ContainerProcess, target: ContainerProcess, broker: str, epoch: int) -> Move:
-    """The containers' side of a move, called directly (services/reassign/service.py): Release
-    on the source's internal port (calls still reaching it are relayed to the target's client
-    endpoint from then on), then Open on the target's with the keys it answered.  Channels
-    are connected before the clock starts."""
-    with grpc.insecure_channel(f"127.0.0.1:{source.admin_port}") as to_source, \
-            grpc.insecure_channel(f"127.0.0.1:{target.admin_port}") as to_target:
-        for channel in (to_source, to_target):
-            grpc.channel_ready_future(channel).result(timeout=10)
-        began = time.monotonic()
-        released = rgrpc.ReassignServiceStub(to_source).Release(
-            rpb.ReleaseRequest(broker_name=broker, epoch=epoch, target_endpoint=target.endpoint), timeout=120)
-        released_at = time.monotonic()
-        opened = rgrpc.ReassignServiceStub(to_target).Open(
-            rpb.OpenRequest(broker_name=broker, epoch=epoch, broker_entry_json=released.broker_entry_json,
-                           handed_end=released.sealed_end),
-            timeout=600)
-        return Move(began, released_at, time.monotonic(), epoch, released.sealed_end, opened.starts_at)
-
-
-MOVES = {"containers": move_via_containers}   # --via; "cli" (relaymq admin reassign-broker) to come
-
-
 def first_on_target(producer: Client, move: Move, timeout_s: float) -> float | None:
     """When the first send the client started after Release answered was acknowledged (the
     source no longer serves the broker then: the target did), or None within ``timeout_s``."""
@@ -338,25 +258,24 @@ def first_served(channel: grpc.Channel, timeout_s: float = 60.0) -> float | None
     return None
 
 
-def move_under_load(cluster: Cluster, args) -> dict:
-    source, target = cluster.source, cluster.target
+def move_under_load(cluster: Run, args) -> dict:
     for topic in (TOPIC, PROBE_TOPIC):
         cluster.create_topic(topic)
-    producer = cluster.client("produce", "--endpoint", source.endpoint, "--topic", TOPIC, "--rate", str(args.rate),
-                              "--seconds", "3600", name="producer")
+    producer = cluster.client("produce", "--endpoint", cluster.source_endpoint, "--topic", TOPIC, "--rate",
+                              str(args.rate), "--seconds", "3600", name="producer")
     wait_started(producer)
     settle(producer, args.before_s)
-    epoch = read_ledger(cluster.shared).newest.epoch + 1
-    with grpc.insecure_channel(target.endpoint) as direct:
+    with grpc.insecure_channel(cluster.target_endpoint) as direct:
         grpc.channel_ready_future(direct).result(timeout=10)
-        move = MOVES[args.via](source, target, BROKER, epoch)
-        served = first_served(direct)
+        move = cluster.move()
+        # via cli the command returns once the target serves: a probe sent then tells nothing
+        served = first_served(direct) if cluster.via == "containers" else None
     first = first_on_target(producer, move, args.after_s)
     end = (first if first is not None else move.began + args.after_s) + 0.5
     time.sleep(max(0.0, end - time.monotonic()))
     gap, gap_at = longest_gap([producer], None, move.began, end)
     producer.stop()
-    consumer = cluster.client("consume", "--endpoint", target.endpoint, "--topic", TOPIC, "--group", "after-move",
+    consumer = cluster.client("consume", "--endpoint", cluster.target_endpoint, "--topic", TOPIC, "--group", "after-move",
                               "--seconds", "3600", name="consumer")
     counts = drain([consumer], [producer], timeout_s=120)
     consumer.stop()
@@ -367,21 +286,34 @@ def move_under_load(cluster: Cluster, args) -> dict:
             "failed_sends": counts.fails}
 
 
-def one_size(label: str, nbytes: int, args, root: Path) -> dict:
-    check_disk(root, nbytes)
-    row = {"size": label, "load": f"{os.getloadavg()[0]:.2f}"}
-    cluster = Cluster(root / label)
+def one_size(label: str, nbytes: int, args, root: Path):
+    """One row per via, each on its own deployment and its own filled store; the copy and the
+    catch-up (the references) run once, on the first via's store, and are on every row."""
+    references: dict = {}
+    for via in args.via:
+        yield one_move(label, nbytes, via, args, root / label / via, references)
+
+
+def one_move(label: str, nbytes: int, via: str, args, root: Path, references: dict) -> dict:
+    """``references``: the copy's and the catch-up's figures, made here when empty."""
+    check_disk(root.parent.parent, nbytes)
+    row = {"size": label, "via": via, "load": f"{os.getloadavg()[0]:.2f}"}
+    cluster = VIAS[via](root)
+    first = not references
     try:
-        row.update(fill_store(cluster.shared, nbytes, args.body_kib * 1024, cluster.source.endpoint))
-        row.update(copy_store(cluster.shared, cluster.root / "copy"))
-        row["source_start_s"] = round(cluster.start(), 3)
-        row.update(catch_up(cluster, nbytes))
+        row.update(fill_store(cluster.shared, nbytes, args.body_kib * 1024, cluster.source_endpoint))
+        if first:
+            references.update(copy_store(cluster.shared, cluster.root / "copy"), references_via=via)
+        row["source_start_s"] = round(cluster.launch(), 3)
+        if first:
+            references.update(catch_up(cluster, nbytes))
         row.update(move_under_load(cluster, args))
     finally:
         cluster.close()
         row["load_after"] = f"{os.getloadavg()[0]:.2f}"
         if not args.keep:
             shutil.rmtree(cluster.root, ignore_errors=True)
+    row.update(references)
     for key in ("fill_s", "fill_synced_s", "copy_s", "copy_synced_s"):
         row[key] = round(row[key], 3)
     return row
@@ -396,11 +328,13 @@ def check_disk(where: Path, nbytes: int) -> None:
 
 
 # --- report -------------------------------------------------------------------------------------------
-COLUMNS = (("size", "size", "{}"), ("store MiB", "bytes", "mib"), ("msgs", "messages", "{}"),
+COLUMNS = (("size", "size", "{}"), ("via".rjust(10), "via", "{}"), ("store MiB", "bytes", "mib"),
+           ("msgs", "messages", "{}"),
            ("tail MiB", "tail_bytes", "mib"), ("start s", "source_start_s", "{:.2f}"),
            ("release ms", "release_ms", "{:.0f}"), ("open ms", "open_ms", "{:.0f}"),
            ("handover ms", "handover_ms", "{:.0f}"), ("served ms", "served_ms", "{:.0f}"),
-           ("move ms", "move_ms", "{:.0f}"), ("gap ms", "gap_ms", "{:.0f}"),
+           ("move ms", "move_ms", "{:.0f}"), ("gap ms", "gap_ms", "{:.0f}"), ("cli ms", "cli_ms", "{:.0f}"),
+           ("ctl ms", "controller_ms", "{:.0f}"),
            ("acked", "acked", "{}"), ("lost", "lost", "{}"), ("failed", "failed_sends", "{}"),
            ("catch-up s", "catch_up_s", "{:.2f}"), ("copy s", "copy_s", "{:.2f}"),
            ("copy+sync s", "copy_synced_s", "{:.2f}"), ("load", "load", "{}"))
@@ -421,14 +355,20 @@ def header(how: dict) -> str:
         f"# commit {how['commit']}; {how['machine']}",
         f"# load before {how['load_before']}; fill: {how['fill']}",
         f"# move via {how['via']}; the official Python client sends 1 KiB at {how['rate']}/s through the source's endpoint",
+        ("# via containers: Release and Open called on the containers; via cli: relaymq admin reassign-broker "
+         "--execute --json on conf/reassign (the controller drives the move)"),
         "# tail: the source's bytes in its last commit-log segment when released (the target's open scans them)",
-        ("# handover: Release called -> Open answered; served: -> the target acknowledged a send made straight "
-         "to its endpoint (sent every 10 ms from when Open answered)"),
-        ("# move: Release called -> the official client's first acknowledged send served by the target (goal "
-         "< 1000 ms); gap: its longest time without an acknowledged send meanwhile (goal < 500 ms); failed: sends "
-         "it gave up"),
+        ("# release, open, handover: Release called -> answered -> Open answered (via cli: the controller's log, "
+         "move committed -> OPENING -> OPENED committed)"),
+        ("# served: Release called -> the target acknowledged a send made straight to its endpoint (sent every "
+         "10 ms from when Open answered; not via cli)"),
+        ("# move: Release called (via cli: the command started) -> the official client's first acknowledged send "
+         "served by the target (goal < 1000 ms); gap: its longest time without an acknowledged send meanwhile "
+         "(goal < 500 ms); failed: sends it gave up"),
+        ("# cli: the command's wall time; ctl: the controller's duration of the move (its record's sinceMs - "
+         "startedMs at DONE)"),
         ("# catch-up: an empty slave copies the store over HA replication (issue 5); copy: cp -a of the store "
-         "directory (+ fdatasync of the copies)"),
+         "directory (+ fdatasync of the copies); both once per size, on the first via's store"),
         "  ".join(title for title, _, _ in COLUMNS)])
 
 
@@ -436,8 +376,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=parse_sizes, default=parse_sizes("100M,1G,10G"),
                         help="store sizes, comma-separated, binary units (default 100M,1G,10G)")
-    parser.add_argument("--via", choices=sorted(MOVES), default="containers",
-                        help="how the move is made (containers: Release and Open called directly)")
+    parser.add_argument("--via", type=parse_vias, default=parse_vias("containers"),
+                        help="how the move is made, comma-separated, each a row: containers (Release and Open "
+                             "called directly; the default), cli (relaymq admin reassign-broker --execute)")
     parser.add_argument("--body-kib", type=int, default=16, choices=range(1, 1025), metavar="KIB",
                         help="body size of the messages the store is filled with (default 16)")
     parser.add_argument("--rate", type=float, default=200.0, help="the client's sends per second (default 200)")
@@ -458,9 +399,10 @@ def main() -> int:
     rows = []
     try:
         for label, nbytes in args.sizes:
-            rows.append(one_size(label, nbytes, args, root))
-            if not args.json:
-                print(render_row(rows[-1]), flush=True)
+            for row in one_size(label, nbytes, args, root):
+                rows.append(row)
+                if not args.json:
+                    print(render_row(row), flush=True)
     finally:
         if args.keep:
             print(f"# kept in {root}", file=sys.stderr)

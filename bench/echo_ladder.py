@@ -9,7 +9,8 @@ layer, and prints each one's server CPU per call (user + system, from /proc) and
    (services.request_guard's GuardedServer: generic handlers, the request parsed by the
    guard), answering one constant SendMessageResponse: gRPC dispatch, parse and response;
 3. ``fake``: RelayMQ's MessagingService over the in-memory fake broker
-   (tests/support/messaging_server.py): the servicer's Python, conversion, validation, metrics;
+   (tests/support/messaging_server.py, on uvloop as the others): the servicer's Python,
+   conversion, validation, metrics;
 4. ``container``: one container, ASYNC_FLUSH (or ``--flush``): the broker and the store.
 
 The difference between neighbours is what that layer costs per call.  ``--rounds`` repeats
@@ -90,8 +91,12 @@ def _step(name: str, seconds: float, flush: str) -> dict:
                 return asyncio.run(_drive(endpoint, container.process.pid, seconds, False))
             finally:
                 container.stop()
-    if name == "fake":
-        process, endpoint = bb.start_fake("t")
+    if name == "fake":  # on uvloop, as the container (tests/support/messaging_server.py runs the default loop)
+        code = ("import sys, uvloop; uvloop.install(); sys.path.insert(0, %r); from tests.support import messaging_server;"
+                " messaging_server.main(['--topic', 't=NORMAL'])" % str(ROOT))
+        process = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE,
+                                   stderr=subprocess.DEVNULL)
+        endpoint = f"127.0.0.1:{bb._ready_port(process, name)}"
     else:
         code = bb.ECHO_SERVER if name == "echo" else CONST_SERVER % {"root": str(ROOT)}
         process = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE)

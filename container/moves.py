@@ -100,6 +100,16 @@ class ContainerMoves:
             write_document(self._moved_in_path, document)
         await asyncio.to_thread(update)
 
+    def _shared_spec(self, broker_name: str, values: dict):
+        """The moved broker's spec from its keys; refused unless it is on shared storage."""
+        try:
+            spec = bind_broker(BrokerEntry(values, f"moved broker {broker_name}"), self.container.config)
+        except ConfigError as bad:
+            raise MoveRefused(grpc.StatusCode.INVALID_ARGUMENT, str(bad)) from None
+        if not spec.store.shared_storage:
+            raise MoveRefused(grpc.StatusCode.FAILED_PRECONDITION, f"broker {broker_name} is not on shared storage")
+        return spec
+
     def gate(self, target: str) -> Gate:
         gate = self._gates.get(target)
         if gate is None:
@@ -151,12 +161,7 @@ class ContainerMoves:
         opened = self._opened.get(broker_name)
         if opened is not None and opened[0] == epoch and self._hosted(broker_name) is not None:
             return opened[1], opened[2]
-        try:
-            spec = bind_broker(BrokerEntry(values, f"moved broker {broker_name}"), self.container.config)
-        except ConfigError as bad:
-            raise MoveRefused(grpc.StatusCode.INVALID_ARGUMENT, str(bad)) from None
-        if not spec.store.shared_storage:
-            raise MoveRefused(grpc.StatusCode.FAILED_PRECONDITION, f"broker {broker_name} is not on shared storage")
+        spec = self._shared_spec(broker_name, values)
         hosted = self._hosted(broker_name)
         if hosted is not None:
             if hosted.store.ownership_epoch >= epoch:
@@ -191,12 +196,7 @@ class ContainerMoves:
         return hosted.store.commit_log_max_offset, 0
 
     async def check_store(self, broker_name: str, values: dict, owner: str) -> None:
-        try:
-            spec = bind_broker(BrokerEntry(values, f"moved broker {broker_name}"), self.container.config)
-        except ConfigError as bad:
-            raise MoveRefused(grpc.StatusCode.INVALID_ARGUMENT, str(bad)) from None
-        if not spec.store.shared_storage:
-            raise MoveRefused(grpc.StatusCode.FAILED_PRECONDITION, f"broker {broker_name} is not on shared storage")
+        spec = self._shared_spec(broker_name, values)
         why = await asyncio.to_thread(check_shared_store, spec.store.store_path_root_dir, owner)
         if why is not None:
             raise MoveRefused(grpc.StatusCode.FAILED_PRECONDITION, f"{self.container.identity}: {why}")

@@ -64,12 +64,17 @@ class Gate:
         self.lock = asyncio.Lock()
 
 
+def _relay(channel: grpc.aio.Channel, kind: str, method: str, request, response_cls):
+    """The call to the target, and until when a not-yet-serving target is asked again."""
+    metrics.labelled(metrics.RELAYED_CALLS, "moved", method).inc()
+    call = getattr(channel, kind)(SERVICE + method, request_serializer=type(request).SerializeToString,
+                                  response_deserializer=response_cls.FromString)
+    return call, time.monotonic() + HOLD_S
+
+
 async def relay_unary(channel: grpc.aio.Channel, method: str, request, response_cls, context, target: str,
                       gate: Gate):
-    metrics.labelled(metrics.RELAYED_CALLS, "moved", method).inc()
-    call = channel.unary_unary(SERVICE + method, request_serializer=type(request).SerializeToString,
-                               response_deserializer=response_cls.FromString)
-    until = time.monotonic() + HOLD_S
+    call, until = _relay(channel, "unary_unary", method, request, response_cls)
 
     async def once():
         return await call(request, metadata=relayed_metadata(context), timeout=relay_timeout(context))
@@ -95,10 +100,7 @@ async def relay_unary(channel: grpc.aio.Channel, method: str, request, response_
 
 async def relay_stream(channel: grpc.aio.Channel, method: str, request, response_cls, context, target: str,
                        gate: Gate):
-    metrics.labelled(metrics.RELAYED_CALLS, "moved", method).inc()
-    relay = channel.unary_stream(SERVICE + method, request_serializer=type(request).SerializeToString,
-                                 response_deserializer=response_cls.FromString)
-    until = time.monotonic() + HOLD_S
+    relay, until = _relay(channel, "unary_stream", method, request, response_cls)
     try:
         while True:
             if not gate.ready:  # wait while a unary call probes the target; receives do not probe

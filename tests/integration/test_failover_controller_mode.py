@@ -17,25 +17,13 @@ from pathlib import Path
 import pytest
 
 from tests.support.controller_cluster import ControllerModeCluster
-from tests.support.failover_load import Client, drain, wait_started
+from tests.support.failover_load import Client, acked_after, drain, steady_load
 
 pytestmark = [pytest.mark.integration, pytest.mark.conformance]
 
 
 def start_load(cluster: ControllerModeCluster, logs: Path) -> tuple[Client, list[Client]]:
-    endpoint = cluster.endpoint(1)
-    producer = Client("produce", "--endpoint", endpoint, "--topic", "normal", "--fifo-topic", "fifo", "--rate", "200",
-                      "--fifo-rate", "12.5", "--groups", "8", "--seconds", "600", log_path=logs / "producer.log")
-    consumers = [Client("consume", "--endpoint", endpoint, "--topic", "normal", "--group", "normal-group",
-                        "--seconds", "600", log_path=logs / "consumer-normal.log"),
-                 Client("consume", "--endpoint", endpoint, "--fifo-topic", "fifo", "--group", "fifo-group",
-                        "--seconds", "600", log_path=logs / "consumer-fifo.log")]
-    wait_started(producer, *consumers)
-    return producer, consumers
-
-
-def acked_after(producer: Client, since: float) -> int:
-    return sum(1 for e in producer.snapshot() if e["event"] == "ack" and e["t"] > since)
+    return steady_load(cluster.endpoint(1), logs)
 
 
 def wait_for(condition, timeout_s: float, what: str) -> None:

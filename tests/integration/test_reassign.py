@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from store.ownership_files import read_ledger
-from tests.support.failover_load import Client, drain, wait_started
+from tests.support.failover_load import Client, acked_after, drain, steady_load, wait_started
 from tests.support.reassign_cluster import ReassignCluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.conformance]
@@ -33,18 +33,7 @@ def start_load(cluster: ReassignCluster, logs: Path) -> tuple[Client, list[Clien
                  ("update-group", "--group", "normal-group"), ("update-group", "--group", "fifo-group", "--fifo")):
         done = cluster.admin(*args)
         assert done.returncode == 0, done.stdout + done.stderr
-    producer = Client("produce", "--endpoint", endpoint, "--topic", "normal", "--fifo-topic", "fifo", "--rate", "300",
-                      "--fifo-rate", "12.5", "--groups", "8", "--seconds", "600", log_path=logs / "producer.log")
-    consumers = [Client("consume", "--endpoint", endpoint, "--topic", "normal", "--group", "normal-group",
-                        "--seconds", "600", log_path=logs / "consumer-normal.log"),
-                 Client("consume", "--endpoint", endpoint, "--fifo-topic", "fifo", "--group", "fifo-group",
-                        "--seconds", "600", log_path=logs / "consumer-fifo.log")]
-    wait_started(producer, *consumers)
-    return producer, consumers
-
-
-def acked_after(producer: Client, since: float) -> int:
-    return sum(1 for e in producer.snapshot() if e["event"] == "ack" and e["t"] > since)
+    return steady_load(endpoint, logs, rate=300)
 
 
 def fails(producer: Client) -> list[dict]:

@@ -77,6 +77,25 @@ class Client:
             client.stop(timeout_s=5)
 
 
+def steady_load(endpoint: str, logs: Path, rate: int = 200) -> tuple[Client, list[Client]]:
+    """The failover tests' load through ``endpoint``, started: ``rate`` NORMAL sends a second to
+    topic ``normal`` and 8 FIFO message groups of 12.5 a second each to ``fifo``, consumed by
+    ``normal-group`` and ``fifo-group`` (the topics and groups must exist)."""
+    producer = Client("produce", "--endpoint", endpoint, "--topic", "normal", "--fifo-topic", "fifo", "--rate", str(rate),
+                      "--fifo-rate", "12.5", "--groups", "8", "--seconds", "600", log_path=logs / "producer.log")
+    consumers = [Client("consume", "--endpoint", endpoint, "--topic", "normal", "--group", "normal-group",
+                        "--seconds", "600", log_path=logs / "consumer-normal.log"),
+                 Client("consume", "--endpoint", endpoint, "--fifo-topic", "fifo", "--group", "fifo-group",
+                        "--seconds", "600", log_path=logs / "consumer-fifo.log")]
+    wait_started(producer, *consumers)
+    return producer, consumers
+
+
+def acked_after(producer: Client, since: float) -> int:
+    """Sends ``producer`` saw acknowledged after ``since`` (time.monotonic())."""
+    return sum(1 for e in producer.snapshot() if e["event"] == "ack" and e["t"] > since)
+
+
 def wait_started(*clients: Client, timeout_s: float = 30.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not all(c.started() for c in clients):

@@ -1,0 +1,108 @@
+"""The Python CPU of one send through RelayMQ's servicer, in process, without gRPC (issue 27).
+
+A real container (``tests/support/inprocess_container.py``: embedded nameserver, broker-a,
+``--flush``) runs on a background loop; on that loop a MessagingService over the container's
+directory is called directly with parsed SendMessageRequests (one 1 KiB message, or
+``--batch`` messages) and a stand-in gRPC context carrying the official client's metadata.
+Measured: the loop thread's CPU time per call (``time.thread_time``), so a busy machine
+slows the run but hardly moves the figure; medians of ``--rounds``.  What it leaves out is
+gRPC's own work (dispatch, parse, serialize: bench/echo_ladder.py measures those), so the
+figure is the part of a send that RelayMQ's Python decides.
+
+    .venv/bin/python bench/send_path.py --calls 20000 --rounds 5
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.bench_broker import BODY, ID_PREFIX  # noqa: E402
+from proto import messaging_definition_pb2 as d  # noqa: E402
+from proto import messaging_service_pb2 as s  # noqa: E402
+
+META = (("x-mq-client-id", "bench@1"), ("x-mq-language", "PYTHON"), ("x-mq-protocol", "v2"),
+        ("x-mq-client-version", "5.0.0"), ("x-mq-request-id", "0" * 36))
+
+
+class Context:
+    """What the servicer asks of a grpc.aio context on the send path."""
+
+    def invocation_metadata(self):
+        return META
+
+    def peer(self) -> str:
+        return "ipv4:127.0.0.1:50000"
+
+    def time_remaining(self) -> float:
+        return 3.0
+
+
+def requests(topic: str, count: int, batch: int) -> list:
+    made = []
+    for number in range(count):
+        messages = [d.Message(topic=d.Resource(name=topic), body=BODY, system_properties=d.SystemProperties(
+            message_id=f"{ID_PREFIX}{number * batch + i:016X}", message_type=d.NORMAL, body_encoding=d.IDENTITY))
+            for i in range(batch)]
+        made.append(s.SendMessageRequest(messages=messages))
+    return made
+
+
+async def _round(service, calls: list, context) -> float:
+    began = time.thread_time()
+    for request in calls:
+        response = await service.SendMessage(request, context)
+        if response.status.code != d.OK:
+            raise RuntimeError(response.status)
+    return (time.thread_time() - began) / len(calls)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--calls", type=int, default=20000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--batch", type=int, default=1)
+    parser.add_argument("--flush", choices=("ASYNC_FLUSH", "SYNC_FLUSH"), default="ASYNC_FLUSH")
+    args = parser.parse_args()
+    if args.calls < 1 or args.rounds < 1 or not 1 <= args.batch <= 32:
+        parser.error("--calls and --rounds at least 1, --batch 1..32")
+    from services.messaging.servicer import MessagingService
+    from tests.support.inprocess_container import InProcessContainer
+
+    with tempfile.TemporaryDirectory(prefix="send-path-") as data:
+        node = InProcessContainer(Path(data), brokers=[{"brokerName": "broker-a", "flushDiskType": args.flush}])
+        try:
+            container = node.container
+            node.background.run(_create_topic(container))
+            service = MessagingService(container.directory, container.messaging, container.clock,
+                                       container.directory.registry)
+            context = Context()
+            figures = []
+            for number in range(args.rounds):
+                calls = requests("t", args.calls, args.batch)
+                for i, request in enumerate(calls):  # fresh ids each round: no deduplication
+                    for m in request.messages:
+                        m.system_properties.message_id = f"{number:04X}{m.system_properties.message_id[4:]}"
+                figures.append(node.background.run(_round(service, calls, context), timeout_s=600) * 1e6)
+        finally:
+            node.stop()
+    print(f"# send_path: {' '.join(sys.argv)}; {args.flush}, {args.batch} message(s) of 1 KiB per call, "
+          f"{args.calls} calls x {args.rounds} rounds, the loop thread's CPU per call (us)")
+    print(f"rounds: {', '.join(f'{f:.1f}' for f in figures)}")
+    print(f"median: {statistics.median(figures):.1f} us per call, {statistics.median(figures) / args.batch:.1f} us per message")
+
+
+async def _create_topic(container) -> None:
+    from metadata.topic_config import TopicConfig
+    hosted = next(iter(container.hosted.values()))
+    hosted.broker.topics.upsert(TopicConfig("t"), container.clock.now_ms())
+
+
+if __name__ == "__main__":
+    main()

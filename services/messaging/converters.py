@@ -57,19 +57,34 @@ def has_control_character(text: str) -> bool:
     return not text.isprintable() and _CONTROL.search(text) is not None
 
 
+_CLIENT_KEYS = {"x-mq-client-id": 0, "x-mq-language": 1, "x-mq-client-version": 2, "x-mq-namespace": 3}
+_CONTEXTS: dict[tuple, ClientContext] = {}  # the contexts of callers seen, checked once (bounded)
+_CONTEXTS_MAX = 4096
+
+
 def client_context(metadata, access_key: str = "") -> ClientContext:
-    """The caller's identity from its metadata; ``access_key`` only from a verified signature."""
-    values = {}
+    """The caller's identity from its metadata; ``access_key`` only from a verified signature.
+    gRPC gives metadata keys in lower case; a caller's context is checked once and kept (the
+    same few clients call thousands of times a second)."""
+    values = ["", "", "", ""]
     for key, value in metadata or ():
-        if isinstance(value, str):
-            values[key.lower()] = value
-    client_id = values.get("x-mq-client-id", "").strip()
+        slot = _CLIENT_KEYS.get(key)
+        if slot is not None and isinstance(value, str):
+            values[slot] = value
+    found = (*values, access_key)
+    known = _CONTEXTS.get(found)
+    if known is not None:
+        return known
+    client_id = values[0].strip()
     if not client_id:
         raise reject(Code.CLIENT_ID_REQUIRED, "x-mq-client-id metadata is required")
     if len(client_id) > 1024 or has_control_character(client_id):
         raise reject(Code.CLIENT_ID_REQUIRED, "x-mq-client-id is malformed")
-    return ClientContext(client_id, values.get("x-mq-language", ""), values.get("x-mq-client-version", ""),
-                         values.get("x-mq-namespace", ""), access_key)
+    context = ClientContext(client_id, values[1], values[2], values[3], access_key)
+    if len(_CONTEXTS) >= _CONTEXTS_MAX:
+        _CONTEXTS.clear()
+    _CONTEXTS[found] = context
+    return context
 
 
 def signature_metadata(metadata) -> tuple[str, str]:

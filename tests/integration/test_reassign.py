@@ -124,6 +124,11 @@ def test_a_move_a_move_back_and_a_rolled_back_move_under_load_lose_nothing(clust
     counts = finish(producer, consumers)
     assert counts.lost == set(), f"{len(counts.lost)} acknowledged messages lost"
     assert counts.reorders() == 0
+    # the controller counted them: three started, two completed, one rolled back
+    assert cluster.metric("relaymq_broker_moves_total", outcome="started") == 3
+    assert cluster.metric("relaymq_broker_moves_total", outcome="completed") == 2
+    assert cluster.metric("relaymq_broker_moves_total", outcome="rolled_back") == 1
+    assert cluster.metric("relaymq_broker_move_duration_seconds_count", outcome="completed") == 2
 
 
 def test_a_move_away_from_a_stopped_source_completes_fenced_and_the_woken_source_writes_nothing(cluster, tmp_path):

@@ -37,7 +37,7 @@ class ReassignCluster:
         self.workdir = workdir
         workdir.mkdir(parents=True, exist_ok=True)
         (self.namesrv_port, self.client_1, self.client_2, self.admin_1, self.admin_2, self.ha_1,
-         self.ha_2) = free_ports(7)
+         self.ha_2, self.metrics_port) = free_ports(8)
         self.controller = controller
         self.processes: dict[str, subprocess.Popen] = {}
 
@@ -52,7 +52,7 @@ class ReassignCluster:
         values = tomllib.loads((CONF / f"{name}.toml").read_text())
         if name == "namesrv":
             values.update(listenPort=self.namesrv_port, controllerDLegerPeers=f"n0-127.0.0.1:{self.namesrv_port}",
-                          **self.controller)
+                          namesrvMetricsPort=self.metrics_port, **self.controller)
         else:
             index = int(name[-1])
             values.update(grpcServerPort=(self.client_1, self.client_2)[index - 1],
@@ -116,6 +116,17 @@ class ReassignCluster:
         document = json.loads(done.stdout)
         rows = document if isinstance(document, list) else document.get("brokers", document.get("members", []))
         return sorted({r.get("clientEndpoint") or r.get("endpoint") for r in rows if r.get("brokerName") == broker})
+
+    def metric(self, name: str, **labels: str) -> float:
+        """A sample of the nameserver-and-controller process's /metrics (0 when absent)."""
+        import urllib.request
+
+        text = urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5).read().decode()
+        want = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+        for line in text.splitlines():
+            if line.startswith(f"{name}{{{want}}} ") or (not labels and line.startswith(f"{name} ")):
+                return float(line.rsplit(" ", 1)[1])
+        return 0.0
 
     @staticmethod
     def wait_for(condition, timeout_s: float, what: str) -> None:

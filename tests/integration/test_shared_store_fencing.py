@@ -4,9 +4,10 @@ owner is stopped (SIGSTOP) mid-load and the other takes the store over, the woke
 acknowledges nothing more and drops the broker, and every message the producer saw
 acknowledged is consumed from the new owner.
 
-The takeover is done here by the test (store.takeover, as the new owner's container will do it
-when the controller asks: docs/reassign.md); the new owner's container then restarts and opens
-the store as its owner."""
+The takeover is done here by the test (store.takeover, as the new owner's container does it when
+the controller asks: docs/reassign.md, tests/integration/test_reassign.py), so that the old owner
+is caught exactly where it stands; the new owner's container then restarts and opens the store
+as its owner."""
 from __future__ import annotations
 
 import os

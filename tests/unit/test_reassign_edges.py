@@ -85,3 +85,126 @@ def test_a_refused_step_keeps_its_status_and_a_good_one_answers():
     opened = asyncio.run(servicer.Open(pb.OpenRequest(broker_name="broker-a", epoch=2,
                                                       broker_entry_json=released.broker_entry_json), Context()))
     assert (opened.sealed_end, opened.starts_at) == (4096, 1 << 30)
+
+
+class Recording:
+    def __init__(self):
+        self.calls = []
+
+    async def resume(self, broker_name, epoch, values):
+        self.calls.append(("resume", broker_name, epoch, values))
+        return 4096, 0
+
+    async def check_store(self, broker_name, values, owner):
+        self.calls.append(("check", broker_name, owner))
+
+
+@pytest.mark.parametrize("request_, named", [
+    (pb.ResumeRequest(broker_name="", epoch=2), "broker_name"),
+    (pb.ResumeRequest(broker_name="broker-a", epoch=0), "epoch"),
+    (pb.ResumeRequest(broker_name="broker-a", epoch=2, broker_entry_json="{"), "broker_entry_json"),
+])
+def test_resume_refuses_bad_requests_naming_the_field(request_, named):
+    moves = Recording()
+    with pytest.raises(Aborted) as refused:
+        asyncio.run(ReassignServicer(moves).Resume(request_, Context()))
+    assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT and named in refused.value.details
+    assert moves.calls == []
+    asyncio.run(ReassignServicer(moves).Resume(pb.ResumeRequest(broker_name="broker-a", epoch=2), Context()))
+    assert moves.calls == [("resume", "broker-a", 2, {})]  # a source still serving needs no keys
+
+
+@pytest.mark.parametrize("request_, named", [
+    (pb.CheckStoreRequest(broker_name="broker-a", broker_entry_json="[]", owner="127.0.0.1:8081"), "broker_entry_json"),
+    (pb.CheckStoreRequest(broker_name="broker-a", broker_entry_json='{"brokerName": "broker-a"}', owner=""), "owner"),
+    (pb.CheckStoreRequest(broker_name="bad name!", broker_entry_json='{"brokerName": "bad name!"}', owner="h:1"),
+     "broker_name"),
+])
+def test_check_store_refuses_bad_requests_naming_the_field(request_, named):
+    moves = Recording()
+    with pytest.raises(Aborted) as refused:
+        asyncio.run(ReassignServicer(moves).CheckStore(request_, Context()))
+    assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT and named in refused.value.details
+    assert moves.calls == []
+
+
+# --- the controller's move RPCs ------------------------------------------------------------------
+class _Machine:
+    serving = True
+
+
+class _Controller:
+    machine = _Machine()
+
+
+class _Moves:
+    def __init__(self):
+        self.calls = []
+
+    def report(self, *args):
+        self.calls.append(("report", *args))
+
+    async def start(self, broker, to, execute):
+        self.calls.append(("start", broker, to, execute))
+        raise AssertionError("not reached by a bad request")
+
+
+def _controller_servicer(moves):
+    from services.controller.service import ControllerServicer
+    return ControllerServicer(_Controller(), acl=object(), moves=moves)
+
+
+@pytest.mark.parametrize("field, value, named", [
+    ("endpoint", "no-port", "endpoint must be host:port"),
+    ("endpoint", "127.0.0.1:70000", "endpoint must be host:port"),
+    ("admin_address", "", "admin_address must be host:port"),
+])
+def test_report_container_refuses_a_bad_address_naming_it(field, value, named):
+    from proto import controller_pb2 as cpb
+    moves = _Moves()
+    request = cpb.ReportContainerRequest(endpoint="127.0.0.1:8081", admin_address="127.0.0.1:10911", brokers=["broker-a"])
+    setattr(request, field, value)
+    reply = asyncio.run(_controller_servicer(moves).ReportContainer(request, Context()))
+    assert reply.status.code == cpb.ControllerStatus.CONTROLLER_INVALID_REQUEST and named in reply.status.remark
+    assert moves.calls == []
+
+
+def test_report_container_refuses_an_oversized_entry_and_takes_a_good_report():
+    from proto import controller_pb2 as cpb
+    moves = _Moves()
+    big = cpb.ContainerBroker(name="broker-a", ownership_epoch=1, entry_json="x" * (64 * 1024 + 1))
+    request = cpb.ReportContainerRequest(endpoint="127.0.0.1:8081", admin_address="127.0.0.1:10911",
+                                         brokers=["broker-a"], shared=[big])
+    reply = asyncio.run(_controller_servicer(moves).ReportContainer(request, Context()))
+    assert reply.status.code == cpb.ControllerStatus.CONTROLLER_INVALID_REQUEST and "entry_json" in reply.status.remark
+    del request.shared[:]
+    reply = asyncio.run(_controller_servicer(moves).ReportContainer(request, Context()))
+    assert reply.status.code == cpb.ControllerStatus.SUCCESS
+    assert moves.calls == [("report", "127.0.0.1:8081", "127.0.0.1:10911", ("broker-a",), {})]
+
+
+def test_move_broker_refuses_a_bad_target_before_deciding_anything():
+    from proto import controller_pb2 as cpb
+    moves = _Moves()
+    reply = asyncio.run(_controller_servicer(moves).MoveBroker(
+        cpb.MoveBrokerRequest(broker_name="broker-a", to="nowhere", execute=True), Context()))
+    assert reply.refused.startswith("to must be host:port") and not reply.move_json
+    assert moves.calls == []
+
+
+# --- the command -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("args, says", [
+    (["--broker", "broker-a"], "--to HOST:PORT is required"),
+    (["--to", "127.0.0.1:8082"], "--broker is required"),
+    (["--verify"], "--broker is required with --verify"),
+    (["--broker", "broker-a", "--to", "127.0.0.1:8082", "--execute", "--cancel"], "at most one of"),
+    (["--broker", "broker-a", "--to", "127.0.0.1:99999"], "not HOST:PORT"),
+    (["--list", "--wait-ms", "0"], "wait-ms"),
+])
+def test_reassign_broker_refuses_bad_arguments_before_asking_anyone(args, says, capsys):
+    from container.cli import main
+    try:
+        code = main(["admin", "reassign-broker", *args, "-n", "127.0.0.1:1"])
+    except SystemExit as exited:  # argparse's own refusals
+        code = exited.code
+    assert code == 2 and says in capsys.readouterr().err

@@ -158,8 +158,11 @@ def start_container(topic: str, flush: str, data: Path):
         time.sleep(0.2)
 
 
-def cpu_seconds(pid: int | None) -> float:
-    """User + system CPU seconds of process ``pid`` so far (0 without /proc)."""
+def cpu_seconds(pid: int | tuple[int, ...] | None) -> float:
+    """User + system CPU seconds of process ``pid`` so far (0 without /proc); of a tuple of
+    processes, their sum (a deployment's containers)."""
+    if isinstance(pid, tuple):
+        return sum(cpu_seconds(one) for one in pid)
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, TypeError):

@@ -10,10 +10,13 @@ gRPC's own work (dispatch, parse, serialize: bench/echo_ladder.py measures those
 figure is the part of a send that RelayMQ's Python decides.
 
     .venv/bin/python bench/send_path.py --calls 20000 --rounds 5
+    .venv/bin/python bench/send_path.py --calls 5000 --rounds 2 --profile 40   # where it goes (cProfile)
 """
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import statistics
 import sys
 import tempfile
@@ -54,13 +57,18 @@ def requests(topic: str, count: int, batch: int) -> list:
     return made
 
 
-async def _round(service, calls: list, context) -> float:
+async def _round(service, calls: list, context, profile=None) -> float:
+    if profile is not None:
+        profile.enable()
     began = time.thread_time()
     for request in calls:
         response = await service.SendMessage(request, context)
         if response.status.code != d.OK:
             raise RuntimeError(response.status)
-    return (time.thread_time() - began) / len(calls)
+    spent = (time.thread_time() - began) / len(calls)
+    if profile is not None:
+        profile.disable()
+    return spent
 
 
 def main() -> None:
@@ -69,6 +77,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--flush", choices=("ASYNC_FLUSH", "SYNC_FLUSH"), default="ASYNC_FLUSH")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="also profile the last round (cProfile, on the loop thread) and print its N costliest "
+                             "functions by own time, per call (the profiler's overhead inflates every figure)")
     args = parser.parse_args()
     if args.calls < 1 or args.rounds < 1 or not 1 <= args.batch <= 32:
         parser.error("--calls and --rounds at least 1, --batch 1..32")
@@ -89,13 +100,25 @@ def main() -> None:
                 for i, request in enumerate(calls):  # fresh ids each round: no deduplication
                     for m in request.messages:
                         m.system_properties.message_id = f"{number:04X}{m.system_properties.message_id[4:]}"
-                figures.append(node.background.run(_round(service, calls, context), timeout_s=600) * 1e6)
+                profile = cProfile.Profile() if args.profile and number == args.rounds - 1 else None
+                figures.append(node.background.run(_round(service, calls, context, profile), timeout_s=600) * 1e6)
         finally:
             node.stop()
     print(f"# send_path: {' '.join(sys.argv)}; {args.flush}, {args.batch} message(s) of 1 KiB per call, "
           f"{args.calls} calls x {args.rounds} rounds, the loop thread's CPU per call (us)")
     print(f"rounds: {', '.join(f'{f:.1f}' for f in figures)}")
     print(f"median: {statistics.median(figures):.1f} us per call, {statistics.median(figures) / args.batch:.1f} us per message")
+    if args.profile:
+        _print_profile(profile, args.calls, args.profile)
+
+
+def _print_profile(profile, calls: int, top: int) -> None:
+    stats = pstats.Stats(profile)
+    rows = sorted(stats.stats.items(), key=lambda item: -item[1][2])[:top]  # (file, line, name) -> (cc, nc, tt, ct, callers)
+    print("profile of the last round (cProfile; own and cumulative time per call, us; calls per send):")
+    for (path, line, name), (_, ncalls, own, cumulative, _) in rows:
+        where = f"{Path(path).parent.name}/{Path(path).name}:{line}" if line else path
+        print(f"  {own / calls * 1e6:6.2f} {cumulative / calls * 1e6:7.2f}  {ncalls / calls:5.1f}  {name}  {where}")
 
 
 async def _create_topic(container) -> None:

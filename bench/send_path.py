@@ -5,12 +5,15 @@ A real container (``tests/support/inprocess_container.py``: embedded nameserver,
 directory is called directly with parsed SendMessageRequests (one 1 KiB message, or
 ``--batch`` messages) and a stand-in gRPC context carrying the official client's metadata.
 Measured: the loop thread's CPU time per call (``time.thread_time``), so a busy machine
-slows the run but hardly moves the figure; medians of ``--rounds``.  What it leaves out is
+slows the run but hardly moves the figure; medians of ``--rounds``.  ``--case receive``
+measures instead, after each round's sends, a consumer's ReceiveMessage (batch 32) and one
+AckMessage of what it got, until every message of the round is acked: CPU per message.  What it leaves out is
 gRPC's own work (dispatch, parse, serialize: bench/echo_ladder.py measures those), so the
 figure is the part of a send that RelayMQ's Python decides.
 
     .venv/bin/python bench/send_path.py --calls 20000 --rounds 5
     .venv/bin/python bench/send_path.py --calls 5000 --rounds 2 --profile 40   # where it goes (cProfile)
+    .venv/bin/python bench/send_path.py --case receive --calls 8000 --rounds 3
 """
 from __future__ import annotations
 
@@ -44,7 +47,37 @@ class Context:
         return "ipv4:127.0.0.1:50000"
 
     def time_remaining(self) -> float:
-        return 3.0
+        return 30.0  # a receive's long poll needs its deadline past minLongPolling + the reserve
+
+
+async def _receive_round(service, topic: str, count: int, number: int, context, profile=None) -> float:
+    """Receive (batch 32) and ack until ``count`` messages are acked: the loop thread's CPU per message."""
+    group = d.Resource(name=f"g{number}")
+    queue = d.MessageQueue(topic=d.Resource(name=topic), id=-1, broker=d.Broker(name="broker-a"))
+    acked = 0
+    if profile is not None:
+        profile.enable()
+    began = time.thread_time()
+    while acked < count:
+        request = s.ReceiveMessageRequest(group=group, message_queue=queue, batch_size=32,
+                                          filter_expression=d.FilterExpression(type=d.TAG, expression="*"))
+        request.invisible_duration.seconds = 60
+        request.long_polling_timeout.seconds = 1
+        answers = [r async for r in service.ReceiveMessage(request, context)]
+        got = [r.message for r in answers if r.HasField("message")]
+        if not got:
+            raise RuntimeError(f"nothing more to receive after {acked} of {count}: {answers[0].status}")
+        entries = [s.AckMessageEntry(message_id=m.system_properties.message_id,
+                                     receipt_handle=m.system_properties.receipt_handle) for m in got]
+        response = await service.AckMessage(s.AckMessageRequest(group=group, topic=d.Resource(name=topic),
+                                                                 entries=entries), context)
+        if response.status.code != d.OK:
+            raise RuntimeError(response.status)
+        acked += len(got)
+    spent = (time.thread_time() - began) / acked
+    if profile is not None:
+        profile.disable()
+    return spent
 
 
 def requests(topic: str, count: int, batch: int) -> list:
@@ -76,6 +109,8 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=20000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--batch", type=int, default=1)
+    parser.add_argument("--case", choices=("send", "receive"), default="send",
+                        help="send: per SendMessage call; receive: per message received (batch 32) and acked")
     parser.add_argument("--flush", choices=("ASYNC_FLUSH", "SYNC_FLUSH"), default="ASYNC_FLUSH")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="also profile the last round (cProfile, on the loop thread) and print its N costliest "
@@ -101,13 +136,22 @@ def main() -> None:
                     for m in request.messages:
                         m.system_properties.message_id = f"{number:04X}{m.system_properties.message_id[4:]}"
                 profile = cProfile.Profile() if args.profile and number == args.rounds - 1 else None
-                figures.append(node.background.run(_round(service, calls, context, profile), timeout_s=600) * 1e6)
+                if args.case == "send":
+                    figures.append(node.background.run(_round(service, calls, context, profile), timeout_s=600) * 1e6)
+                    continue
+                node.background.run(_round(service, calls, context), timeout_s=600)
+                figures.append(node.background.run(_receive_round(service, "t", args.calls * args.batch, number, context,
+                                                                  profile), timeout_s=600) * 1e6)
         finally:
             node.stop()
-    print(f"# send_path: {' '.join(sys.argv)}; {args.flush}, {args.batch} message(s) of 1 KiB per call, "
-          f"{args.calls} calls x {args.rounds} rounds, the loop thread's CPU per call (us)")
+    unit = "call" if args.case == "send" else "message received and acked"
+    print(f"# send_path: {' '.join(sys.argv)}; {args.flush}, {args.batch} message(s) of 1 KiB per send, "
+          f"{args.calls} sends x {args.rounds} rounds, the loop thread's CPU per {unit} (us)")
     print(f"rounds: {', '.join(f'{f:.1f}' for f in figures)}")
-    print(f"median: {statistics.median(figures):.1f} us per call, {statistics.median(figures) / args.batch:.1f} us per message")
+    if args.case == "send":
+        print(f"median: {statistics.median(figures):.1f} us per call, {statistics.median(figures) / args.batch:.1f} us per message")
+    else:
+        print(f"median: {statistics.median(figures):.1f} us per message received and acked")
     if args.profile:
         _print_profile(profile, args.calls, args.profile)
 

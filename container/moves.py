@@ -226,7 +226,12 @@ class ContainerMoves:
             return
         if self._client is None:
             from services.controller.client import ControllerClient
-            self._client = ControllerClient(addresses, call_timeout_s=1.0, attempts=3, deadline_s=2.0)
+            # enough attempts to pass a dead leader (the client asks the last one it knew first, and
+            # then every member in order) and follow one redirect: with 3 and three members, a
+            # container whose last leader was killed never reached a new leader listed last, so
+            # that leader could not carry a move on (test_reassign's controller-leader test)
+            self._client = ControllerClient(addresses, call_timeout_s=1.0, attempts=2 * len(addresses) + 2,
+                                            deadline_s=2.0)
         reply = await self._client.call("ReportContainer", self.report_request())
         if reply.status.code != cpb.ControllerStatus.SUCCESS:
             log.debug("container report not taken: %s %s", reply.status.code, reply.status.remark)

@@ -5,6 +5,8 @@ messages a second (8 message groups), producer and consumers connected to contai
 endpoint only, so every call after a move away from it reaches the broker through container-1's
 relay until the clients' routes refresh.
 
+The last test runs the controller as three members and kills the leader mid-move.
+
 Each test counts what users would: acknowledged messages lost (0), FIFO messages reordered (0),
 sends that failed, and where the broker ends (exactly one container serves it, the one the
 command names)."""
@@ -203,3 +205,47 @@ def test_a_move_with_the_source_killed_and_the_controller_restarted_halfway_comp
     for consumer in after:
         consumer.stop()
     assert counts.lost == set(), f"{len(counts.lost)} acknowledged messages lost"
+
+
+def test_a_move_whose_controller_leader_is_killed_midway_is_completed_by_the_next_leader(tmp_path):
+    """Three controller members (tests/support/reassign_cluster.py ``controllers=3``).  The move
+    is committed while its source is stopped, so it waits in COMMITTED; the controller leader is
+    then killed (SIGKILL).  The command, still following the move, asks the next leader, which
+    resumes the move from the replicated record: fenced after reassignReleaseTimeoutMillis (10 s
+    here, so that the leader is killed well before it could decide it), the target opens, and the command exits 0 naming container-2.  The woken source serves nothing
+    more; nothing acknowledged is lost, no FIFO message is reordered."""
+    cluster = ReassignCluster(tmp_path / "work", controllers=3, reassignReleaseTimeoutMillis=10000,
+                              reassignOpenTimeoutMillis=4000)
+    try:
+        cluster.start_all()
+        producer, consumers = start_load(cluster, tmp_path)
+        cluster.wait_for(lambda: acked_after(producer, 0) > 600, 30, "the load runs")
+        leader = cluster.controller_leader()
+        assert leader in cluster.controller_names(), leader
+        cluster.signal("container-1", signal.SIGSTOP)
+        command = subprocess.Popen([sys.executable, "-m", "container", "admin", "reassign-broker", "--broker", "broker-a",
+                                    "--to", cluster.endpoint(2), "--execute", "--json", "--wait-ms", "60000",
+                                    "-n", cluster.namesrv, "--controller", cluster.controller_addr],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        seen: dict = {}
+
+        def committed() -> bool:
+            seen["steps"] = [m["step"] for m in cluster.moves_list()["moves"].get("active", [])]
+            return seen["steps"] != []
+        cluster.wait_for(committed, 20, "the move is committed")
+        assert seen["steps"] == ["COMMITTED"], seen  # the release timeout is long: the old leader decides no more
+        cluster.kill(leader)
+        stdout, stderr = command.communicate(timeout=90)
+        assert command.returncode == 0, stdout + stderr
+        outcome = json.loads(stdout)
+        assert outcome["ended"] and outcome["move"]["step"] == "DONE" and outcome["move"]["fenced"], outcome
+        assert outcome["serving"] == cluster.endpoint(2), outcome
+        assert cluster.controller_leader() not in (None, leader)
+        cluster.signal("container-1", signal.SIGCONT)  # its sends in flight complete now: none may be acknowledged
+        cluster.wait_for(lambda: cluster.served_by("broker-a") == [cluster.endpoint(2)], 20, "container-1 drops broker-a")
+        cluster.wait_for(lambda: acked_after(producer, time.monotonic() - 1) > 200, 40, "sends go on after the wake")
+        counts = finish(producer, consumers)
+        assert counts.lost == set(), f"{len(counts.lost)} acknowledged messages lost"
+        assert counts.reorders() == 0
+    finally:
+        cluster.close()

@@ -3,7 +3,10 @@ embedded controller, container-1 serving broker-a (SYNC_FLUSH, on ./shared-store
 container-2, all started from one working directory (``workdir``), as the files say.
 
 Only the ports (and, where a test asks, the move's timeouts) differ from the shipped files, so
-their keys, paths and names are what is tested.
+their keys, paths and names are what is tested.  ``controllers=3`` runs the controller as three
+standalone members (``relaymq controller``, one Raft group) beside a plain nameserver instead,
+so that a test can kill the leader mid-move; the containers and the admin commands are given
+all three addresses.
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from tests.support.container_process import free_ports, toml_value
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf" / "reassign"
-READY = {"namesrv": b"listening on", "container": b"container ready"}
+READY = {"namesrv": b"listening on", "container": b"container ready", "controller": b"ready"}
 
 
 def _toml(values: dict) -> str:
@@ -32,14 +35,27 @@ def _toml(values: dict) -> str:
 
 
 class ReassignCluster:
-    def __init__(self, workdir: Path, **controller: int):
+    def __init__(self, workdir: Path, controllers: int = 1, **controller: int):
         """``controller``: controller keys to set (reassignReleaseTimeoutMillis=...)."""
         self.workdir = workdir
         workdir.mkdir(parents=True, exist_ok=True)
+        ports = free_ports(8 + (controllers if controllers > 1 else 0))  # one call: distinct ports
         (self.namesrv_port, self.client_1, self.client_2, self.admin_1, self.admin_2, self.ha_1,
-         self.ha_2, self.metrics_port) = free_ports(8)
+         self.ha_2, self.metrics_port) = ports[:8]
+        self.controller_ports = ports[8:] or [self.namesrv_port]
         self.controller = controller
         self.processes: dict[str, subprocess.Popen] = {}
+
+    @property
+    def controller_addr(self) -> str:
+        return ";".join(f"127.0.0.1:{port}" for port in self.controller_ports)
+
+    @property
+    def standalone(self) -> bool:
+        return self.controller_ports != [self.namesrv_port]
+
+    def controller_names(self) -> list[str]:
+        return [f"controller-n{index}" for index in range(len(self.controller_ports))] if self.standalone else []
 
     @property
     def namesrv(self) -> str:
@@ -49,21 +65,31 @@ class ReassignCluster:
         return f"127.0.0.1:{(self.client_1, self.client_2)[index - 1]}"
 
     def _config(self, name: str) -> Path:
-        values = tomllib.loads((CONF / f"{name}.toml").read_text())
-        if name == "namesrv":
-            values.update(listenPort=self.namesrv_port, controllerDLegerPeers=f"n0-127.0.0.1:{self.namesrv_port}",
+        values = {} if name.startswith("controller-") else tomllib.loads((CONF / f"{name}.toml").read_text())
+        peers = ";".join(f"n{index}-127.0.0.1:{port}" for index, port in enumerate(self.controller_ports))
+        if name == "namesrv" and self.standalone:  # routes only: the controller runs as three members
+            values = {"listenPort": self.namesrv_port, "namesrvMetricsPort": self.metrics_port}
+        elif name == "namesrv":
+            values.update(listenPort=self.namesrv_port, controllerDLegerPeers=peers,
                           namesrvMetricsPort=self.metrics_port, **self.controller)
+        elif name.startswith("controller-"):  # the embedded controller's keys, as a standalone member
+            shipped = tomllib.loads((CONF / "namesrv.toml").read_text())
+            member = name.rsplit("-", 1)[1]
+            values = {key: shipped[key] for key in ("controllerDLegerGroup", "reassignReleaseTimeoutMillis",
+                                                    "reassignOpenTimeoutMillis")}
+            values.update(controllerDLegerPeers=peers, controllerDLegerSelfId=member,
+                          controllerStorePath=f"./relaymq-data/reassign/controller-{member}", **self.controller)
         else:
             index = int(name[-1])
             values.update(grpcServerPort=(self.client_1, self.client_2)[index - 1],
                           listenPort=(self.admin_1, self.admin_2)[index - 1], haListenPort=(self.ha_1, self.ha_2)[index - 1],
-                          namesrvAddr=self.namesrv, controllerAddr=self.namesrv, metricsPromExporterPort=0)
+                          namesrvAddr=self.namesrv, controllerAddr=self.controller_addr, metricsPromExporterPort=0)
         path = self.workdir / f"{name}.toml"
         path.write_text(_toml(values))
         return path
 
     def start(self, name: str, timeout_s: float = 30.0) -> subprocess.Popen:
-        kind = "namesrv" if name == "namesrv" else "container"
+        kind = "namesrv" if name == "namesrv" else "controller" if name.startswith("controller-") else "container"
         log = open(self.workdir / f"{name}.log", "ab")
         process = subprocess.Popen([sys.executable, "-m", "container", kind, "-c", str(self._config(name))],
                                    cwd=self.workdir, stdout=subprocess.PIPE, stderr=log,
@@ -80,7 +106,7 @@ class ReassignCluster:
         return process
 
     def start_all(self) -> "ReassignCluster":
-        for name in ("namesrv", "container-1", "container-2"):
+        for name in ("namesrv", *self.controller_names(), "container-1", "container-2"):
             self.start(name)
         self.wait_for(lambda: len([c for c in self.moves_list()["containers"] if c["live"]]) == 2, 20,
                       "both containers reported to the controller")
@@ -101,8 +127,19 @@ class ReassignCluster:
             self.kill(name)
 
     def admin(self, *args: str, timeout_s: float = 120) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "container", "admin", *args, "-n", self.namesrv], cwd=ROOT,
+        extra = ("--controller", self.controller_addr) if self.standalone and args[0] == "reassign-broker" else ()
+        return subprocess.run([sys.executable, "-m", "container", "admin", *args, "-n", self.namesrv, *extra], cwd=ROOT,
                               capture_output=True, text=True, timeout=timeout_s)
+
+    def controller_leader(self) -> str | None:
+        """The process name of the controller members' leader (None when none answers)."""
+        done = subprocess.run([sys.executable, "-m", "container", "admin", "get-controller-metadata", "--controller",
+                               self.controller_addr, "--json"], cwd=ROOT, capture_output=True, text=True, timeout=30)
+        if done.returncode != 0:
+            return None
+        leader = json.loads(done.stdout).get("leaderAddress")
+        addresses = [f"127.0.0.1:{port}" for port in self.controller_ports]
+        return f"controller-n{addresses.index(leader)}" if leader in addresses else None
 
     def moves_list(self) -> dict:
         done = self.admin("reassign-broker", "--list", "--json")

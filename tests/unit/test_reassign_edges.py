@@ -208,3 +208,53 @@ def test_reassign_broker_refuses_bad_arguments_before_asking_anyone(args, says, 
     except SystemExit as exited:  # argparse's own refusals
         code = exited.code
     assert code == 2 and says in capsys.readouterr().err
+
+
+def test_a_containers_report_reaches_a_new_controller_leader_listed_last_after_its_last_leader_died():
+    """Three members: the leader the container last reached is dead, the next answers NOT_LEADER
+    naming the third. The report must get there (before, with three attempts, it never did: the
+    dead leader is asked first and again in the members' order, so a new leader listed last
+    never heard of the container and could not carry a move on)."""
+    from types import SimpleNamespace
+
+    from container.moves import ContainerMoves
+    from proto import controller_pb2 as cpb
+    from proto import controller_pb2_grpc as cpb_grpc
+    from tests.support.container_process import free_ports
+
+    class Member(cpb_grpc.ControllerServiceServicer):
+        def __init__(self, leader: str | None):
+            self.leader, self.reports = leader, []
+
+        async def ReportContainer(self, request, context):
+            self.reports.append(request.endpoint)
+            if self.leader is not None:
+                return cpb.ReportContainerResponse(status=cpb.ControllerStatus(
+                    code=cpb.ControllerStatus.CONTROLLER_NOT_LEADER, leader_address=self.leader))
+            return cpb.ReportContainerResponse(status=cpb.ControllerStatus(code=cpb.ControllerStatus.SUCCESS))
+
+    async def run():
+        dead, follower_port, leader_port = free_ports(3)
+        addresses = [f"127.0.0.1:{p}" for p in (dead, follower_port, leader_port)]
+        follower, leader = Member(addresses[2]), Member(None)
+        servers = []
+        for member, port in ((follower, follower_port), (leader, leader_port)):
+            server = grpc.aio.server()
+            cpb_grpc.add_ControllerServiceServicer_to_server(member, server)
+            server.add_insecure_port(f"127.0.0.1:{port}")
+            await server.start()
+            servers.append(server)
+        container = SimpleNamespace(config=SimpleNamespace(controller_addr=";".join(addresses), admin_bind_address="127.0.0.1"),
+                                    hosted={}, identity="127.0.0.1:8082", ports={"admin": 10921})
+        moves = ContainerMoves(container)
+        try:
+            await moves.report()  # reaches the leader once: the client remembers it
+            assert leader.reports == ["127.0.0.1:8082"]
+            moves._client.leader = addresses[0]  # the leader it knew, now dead
+            await moves.report()
+            assert leader.reports == ["127.0.0.1:8082"] * 2, (follower.reports, leader.reports)
+        finally:
+            await moves.close()
+            for server in servers:
+                await server.stop(None)
+    asyncio.run(run())

@@ -114,6 +114,8 @@ def _explore(max_depth: int) -> tuple[int, int]:
             decided = report(move, now + 1)
             nexts.append((decided.move, ledger, pending + _sent(decided), rest, writers, now + 1))
         for decided in (tick(move, SET, now + 10_000), target_failed(move, "killed", now + 1), cancel(move, now + 1)):
+            if decided.move.step is move.step and set(_sent(decided)) <= set(pending):
+                continue  # a fenced open asked again while the first ask is pending: no message is lost here
             if decided.move != move:
                 nexts.append((decided.move, ledger, pending + _sent(decided), reports, writers, decided.move.since_ms))
         for state in nexts:
@@ -155,3 +157,14 @@ def _deliver(action, move, ledger, pending, reports, writers, now):
 def test_every_interrupted_move_ends_with_exactly_the_serving_container_acknowledging():
     seen, ends = _explore(12)  # exhaustive: depth 9 already reaches every state
     assert ends > 50 and seen > 1000, (seen, ends)
+
+
+def test_a_fenced_moves_slow_target_is_asked_again_not_rolled_back_to_the_silent_source():
+    fenced = tick(begun(0), SET, 5000).move
+    again = tick(fenced, SET, 5000 + 10000)
+    assert again.move.step is Step.OPENING and again.move.fenced and again.move.since_ms == 15000
+    assert again.actions == (AskOpen("10.0.0.3:10911", "broker-a", 2, None),)
+    assert "did not release within 5000 ms" in again.move.why and "asked again" in again.move.why
+    twice = tick(again.move, SET, 25000).move
+    assert twice.why == again.move.why  # the reason does not grow with every retry
+    assert target_failed(again.move, "refused: disk full", 15001).move.step is Step.ROLLING_BACK  # a failure still does

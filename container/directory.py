@@ -58,6 +58,10 @@ class ContainerDirectory:
         return [LocalBroker(h.name, h.broker.broker_id, h.is_master, h.spec.broker.auto_create_topic_enable,
                             h.broker.topics.get, h.broker.is_acting) for h in hosted]
 
+    def local_brokers(self) -> list[BrokerApi]:
+        """Every broker hosted here, masters and slaves, in configuration order."""
+        return [h.broker for h in self._hosted()]
+
     def local_broker(self, broker_name: str) -> BrokerApi | None:
         hosted = self._hosted()
         index = broker_named(self._views(hosted), broker_name)

@@ -135,7 +135,8 @@ class BrokerApi(Protocol):
 
 @dataclass(frozen=True)
 class GroupSettings:
-    """What a consumer's Telemetry settings reply carries for its group."""
+    """What a consumer's Telemetry settings reply carries for its group; ``known``: from the
+    group's config (False: the defaults of a group this broker has no config for)."""
 
     fifo: bool = False
     max_delivery_attempts: int = 17  # retryMaxTimes + 1
@@ -143,6 +144,7 @@ class GroupSettings:
         1_000, 5_000, 10_000, 30_000, 60_000, 120_000, 180_000, 240_000, 300_000,
         360_000, 420_000, 480_000, 540_000, 600_000, 1_200_000, 1_800_000, 3_600_000, 7_200_000,
     )
+    known: bool = False
 
 
 @dataclass(frozen=True)

@@ -420,7 +420,8 @@ class Broker:
         config = self.groups.get(group)
         if config is None:
             return GroupSettings()
-        return GroupSettings(fifo=config.consume_message_orderly, max_delivery_attempts=config.max_delivery_attempts)
+        return GroupSettings(fifo=config.consume_message_orderly, max_delivery_attempts=config.max_delivery_attempts,
+                             known=True)
 
     # ---- periodic work, callable directly by tests ----------------------------------------------
     async def run_revive(self) -> int:

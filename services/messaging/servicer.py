@@ -164,11 +164,25 @@ class MessagingService(service_grpc.MessagingServiceServicer):
         return broker
 
     def group_settings(self, group: str, topics) -> GroupSettings:
+        """The group's settings (FIFO or not, attempts) from a local master of one of its topics;
+        when none of them has a master here (a slave acting for its absent master, a replica's own
+        endpoint, a container left with slaves only), from any local broker that knows the group:
+        groups are made on every master and copied to the slaves.  A consumer configures itself
+        from the first settings it is given, so defaults here made a FIFO consumer consume
+        concurrently, out of order (test_acting_master's strict-FIFO test, one run in seven)."""
+        found = None
         for topic in sorted(topics):
             broker = self._directory.local_master_for_topic(topic)
             if broker is not None:
-                return broker.group_settings(group)
-        return GroupSettings()
+                found = broker.group_settings(group)
+                if found.known:
+                    return found
+        local = getattr(self._directory, "local_brokers", None)
+        for broker in local() if local is not None else ():
+            settings = broker.group_settings(group)
+            if settings.known:
+                return settings
+        return found or GroupSettings()
 
     def _over_transport(self, routes: list[QueueRoute], context) -> list[QueueRoute]:
         """Over TLS, every queue's endpoint becomes the TLS endpoint of the container hosting its

@@ -21,6 +21,7 @@ from proto import messaging_service_pb2 as s
 from proto import messaging_service_pb2_grpc as g
 from tests.support.acting_cluster import ActingCluster
 from tests.support.failover_load import ACTING, Client, drain, wait_started
+from tests.support.raw_client import RawClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.conformance]
 PAIR_LAYOUT = (("broker-a", 0), ("broker-b", 0)), (("broker-a", 1), ("broker-b", 1)), (("broker-c", 0),)
@@ -263,6 +264,16 @@ def test_strict_fifo_locks_stop_an_acting_slave_alone_and_let_its_master_deliver
                          name="producer-2")
         cluster.kill(0)
         cluster.wait_for(lambda: acting_status(cluster, 1, "broker-a"), 10, "broker-a's slave acts")
+        # a consumer configures itself from the first settings it is given, wherever they come
+        # from: container 2's endpoint, or broker-a's own endpoint there, where only the acting
+        # slave serves the topic (it answered the defaults, non-FIFO: received out of order)
+        broker_a_there = f"127.0.0.1:{cluster.listen_ports[1][[n for n, _ in cluster.layout[1]].index('broker-a')]}"
+        for where in (cluster.endpoint(1), broker_a_there):
+            raw = RawClient(where)
+            try:
+                assert raw.consumer_settings("ordered", "fifo").fifo, f"{where} says the FIFO group is not FIFO"
+            finally:
+                raw.close()
         client = consumer(cluster, tmp_path, endpoint, "fifo", "ordered")
         observe(6)
         assert received(client) == [], "an acting slave alone holds no quorum of two replicas"

@@ -30,6 +30,17 @@ class RawClient:
         host, port = self.endpoint.rsplit(":", 1)
         return d.Endpoints(scheme=d.IPv4, addresses=[d.Address(host=host, port=int(port))])
 
+    def consumer_settings(self, group: str, topic: str, timeout: float = 10) -> d.Subscription:
+        """The subscription settings (fifo, long polling) a push consumer of ``group`` is given
+        on its Telemetry stream, as the official clients configure themselves from."""
+        settings = d.Settings(client_type=d.PUSH_CONSUMER, subscription=d.Subscription(
+            group=d.Resource(name=group), subscriptions=[d.SubscriptionEntry(topic=d.Resource(name=topic))]))
+        call = self.stub.Telemetry(iter([s.TelemetryCommand(settings=settings)]), metadata=self.metadata, timeout=timeout)
+        reply = next(iter(call))
+        call.cancel()
+        assert reply.status.code == d.OK, reply.status
+        return reply.settings.subscription
+
     def route(self, topic: str, timeout: float = 5) -> s.QueryRouteResponse:
         return self.stub.QueryRoute(s.QueryRouteRequest(topic=d.Resource(name=topic), endpoints=self.endpoints()), metadata=self.metadata, timeout=timeout)
 

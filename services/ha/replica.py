@@ -56,6 +56,7 @@ class BrokerReplica:
         self.slave: ReplicationSlave | None = None
         self.master_epoch = 0
         self._changed = asyncio.Event()
+        self._change_listeners: set[Callable[[], None]] = set()
         self._metadata_listeners: list[Callable[[], None]] = []
 
     @property
@@ -83,6 +84,19 @@ class BrokerReplica:
         """The role changed, or the copy (dis)connected: wake calls waiting on this replica."""
         self._changed.set()
         self._changed = asyncio.Event()
+        for listener in list(self._change_listeners):
+            try:
+                listener()
+            except Exception:  # a listener's bug must not stop a role change
+                log.exception("replica change listener failed")
+
+    def add_change_listener(self, fn: Callable[[], None]) -> None:
+        """``fn()`` at every change, until removed: cheaper than a waiting task for a call that
+        only has to act if a change comes (a relay, services.messaging.broker_port)."""
+        self._change_listeners.add(fn)
+
+    def remove_change_listener(self, fn: Callable[[], None]) -> None:
+        self._change_listeners.discard(fn)
 
     def notify_changed(self) -> None:
         """Something else about who serves this group's clients changed (a slave started or

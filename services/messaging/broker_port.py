@@ -138,28 +138,32 @@ class BrokerPortHandler(grpc.GenericRpcHandler):
     async def _relay_unless_promoted(self, method: str, where: str, raw: bytes, context) -> bytes | None:
         """Relay a unary call; None when this replica became master meanwhile (the relay, stuck
         on a master that stopped answering, is cancelled and the call is served here: a send
-        may then be stored twice, never lost)."""
+        may then be stored twice, never lost).  The call is awaited as it is, and a listener on
+        the replica cancels it on a promotion: no task, event wait or timer per relayed call."""
         call = self.relays.channel(where).unary_unary(method)(raw, metadata=relayed_metadata(context),
                                                               timeout=relay_timeout(context))
-        relay = asyncio.ensure_future(call)
+        promoted = False
+
+        def on_change() -> None:
+            nonlocal promoted
+            if self.replica.is_master and not call.done():
+                promoted = True
+                call.cancel()
+
+        self.replica.add_change_listener(on_change)
         try:
-            while not relay.done():
-                changed = asyncio.ensure_future(self.replica.wait_changed(3600))
-                try:
-                    await asyncio.wait([relay, changed], return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    changed.cancel()
-                if not relay.done() and self.replica.is_master:
-                    relay.cancel()
-                    return None
-            return relay.result()
+            return await call
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if promoted and (task is None or not task.cancelling()):  # ours, not the caller's going away
+                return None
+            raise
         except grpc.aio.AioRpcError as failure:
             await context.abort(failure.code(), f"relayed to {where}: {failure.details()}")
         finally:
-            if not relay.done():
-                relay.cancel()
-            elif not relay.cancelled():
-                relay.exception()  # the caller went (cancelled) as the relay failed: seen, not "never retrieved"
+            self.replica.remove_change_listener(on_change)
+            if not call.done():
+                call.cancel()
 
     def _stream(self, method: str, handler: grpc.RpcMethodHandler):
         async def behaviour(raw: bytes, context):

@@ -126,6 +126,16 @@ def send_call(channel: grpc.aio.Channel):
                                response_deserializer=s.SendMessageResponse.FromString)
 
 
+def senders(channel: grpc.aio.Channel, topic: str, batch: int):
+    """A call sending one SendMessage of ``batch`` fresh messages to ``topic``, checked OK."""
+    send, requests = send_call(channel), SendRequests(topic)
+
+    async def one():
+        response = await send(requests.request(batch), metadata=META)
+        assert response.status.code == d.OK, response.status
+    return one
+
+
 def _ready_port(process: subprocess.Popen, what: str) -> int:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -195,15 +205,8 @@ async def bench_broker(endpoint: str, topic: str, seconds: float, e2e_count: int
     results = {}
     async with grpc.aio.insecure_channel(endpoint, options=[("grpc.max_receive_message_length", -1)]) as channel:
         stub = g.MessagingServiceStub(channel)
-        send, requests = send_call(channel), SendRequests(topic)
-
-        async def send_one():
-            response = await send(requests.request(1), metadata=META)
-            assert response.status.code == d.OK, response.status
-
-        async def send_batch():
-            response = await send(requests.request(32), metadata=META)
-            assert response.status.code == d.OK, response.status
+        send = send_call(channel)
+        send_one, send_batch = senders(channel, topic, 1), senders(channel, topic, 32)
 
         for concurrency in (1, 16, 64):
             results[f"send c={concurrency}"] = await closed_loop(send_one, concurrency, seconds, pid=pid)

@@ -41,11 +41,9 @@ sys.path.insert(0, str(ROOT))
 
 import grpc  # noqa: E402
 
-from bench.bench_broker import (META, SendRequests, bench_echo, closed_loop, end_to_end,  # noqa: E402
-                                send_call)
+from bench.bench_broker import bench_echo, closed_loop, end_to_end, send_call, senders  # noqa: E402
 from bench.bench_replicated_consume import wait_in_sync  # noqa: E402
 from bench.deployment import Deployment  # noqa: E402
-from proto import messaging_definition_pb2 as d  # noqa: E402
 from proto import messaging_service_pb2_grpc as g  # noqa: E402
 
 TARGETS = {"direct": "127.0.0.1:8091", "relayed": "127.0.0.1:8092"}  # broker-a's master's and slave's endpoints
@@ -56,15 +54,7 @@ NATS_R3_BATCH = 16_000  # msg/s, NATS JetStream R3, batches, measured on this ma
 async def cases(endpoint: str, topic: str, seconds: float, e2e_count: int, consumers: int, pids: tuple) -> dict:
     results = {}
     async with grpc.aio.insecure_channel(endpoint, options=[("grpc.max_receive_message_length", -1)]) as channel:
-        send, requests = send_call(channel), SendRequests(topic)
-
-        async def send_one():
-            response = await send(requests.request(1), metadata=META)
-            assert response.status.code == d.OK, response.status
-
-        async def send_batch():
-            response = await send(requests.request(32), metadata=META)
-            assert response.status.code == d.OK, response.status
+        send, send_one, send_batch = send_call(channel), senders(channel, topic, 1), senders(channel, topic, 32)
 
         await closed_loop(send_one, 16, min(0.5, seconds))  # warm: the connection, the relay's channel
         results["send c=16"] = await closed_loop(send_one, 16, seconds, pid=pids)

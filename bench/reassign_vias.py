@@ -90,7 +90,18 @@ def create_topic(admin, topic: str) -> None:
 
 
 # --- via containers ---------------------------------------------------------------------------------
-class ContainersRun:
+class _Clients:
+    """The load clients of a run, logged under its root and stopped with it."""
+    root: Path
+    clients: list
+
+    def client(self, *args: str, name: str) -> Client:
+        client = Client(*args, log_path=self.root / f"{name}.log")
+        self.clients.append(client)
+        return client
+
+
+class ContainersRun(_Clients):
     """A standalone nameserver and the containers of one size's run: container-1 (the source)
     serves broker-a from the shared store, container-2 (the target) a spare broker.  The
     containers' ports are chosen at once (the source's client endpoint is its name in the
@@ -121,10 +132,6 @@ class ContainersRun:
         self.target.start(timeout_s=60)
         return started
 
-    def client(self, *args: str, name: str) -> Client:
-        client = Client(*args, log_path=self.root / f"{name}.log")
-        self.clients.append(client)
-        return client
 
     def create_topic(self, topic: str) -> None:
         create_topic(lambda *args: self.source.admin(*args, "-n", self.nameserver.address), topic)
@@ -166,7 +173,7 @@ def move_via_containers(to_source: grpc.Channel, to_target: grpc.Channel, target
 
 
 # --- via cli ----------------------------------------------------------------------------------------
-class CliRun(ReassignCluster):
+class CliRun(ReassignCluster, _Clients):
     """conf/reassign's deployment on free ports (chosen when constructed), its store at
     ``root/shared-store/broker-a`` claimed for container-1's client endpoint; the brokers'
     retention as :data:`RETENTION`, the only change to the shipped files besides the ports."""
@@ -201,10 +208,6 @@ class CliRun(ReassignCluster):
                       "both containers reported to the controller")
         return started
 
-    def client(self, *args: str, name: str) -> Client:
-        client = Client(*args, log_path=self.root / f"{name}.log")
-        self.clients.append(client)
-        return client
 
     def create_topic(self, topic: str) -> None:
         create_topic(self.admin, topic)

@@ -12,17 +12,22 @@ Rules:
 * Why not gRPC: one batch (up to 16 MiB of records) crossed grpc's copies and HTTP/2 flow
   control on both sides; here the master's payload goes to the socket as it is, and the slave
   receives a body straight into the buffer it writes to disk.
-* :class:`Link` owns a non-blocking socket and uses the event loop's own socket calls (no
-  thread): a send or receive that can go at once costs one system call and no hand-off.  Why
-  (issue 23): with a thread per direction, a replicated 1 KiB put crossed four thread
-  hand-offs (master send, slave receive, slave ack send, master receive), about a third of
-  the replication round trip and a tenth of both containers' CPU under load.  The kernel
-  buffers what arrives while the loop does other work, so a slave still checks and writes
-  batch N while batch N+1 arrives.
-* Frames go out whole and in the order their sends started (one lock); a send or receive
-  cancelled halfway leaves the stream mid-frame, so it shuts the link down.
-  :meth:`Link.shutdown` ends pending and later sends and receives (a tick that found the
-  peer silent); :meth:`Link.aclose` waits for them, then closes the socket.
+* :class:`Link` drives its socket as the event loop's transport with a buffered protocol (no
+  thread; issue 23: a thread per direction cost four hand-offs per replicated put).  Bytes
+  are read as they arrive into one buffer and cut into frames there; a large body (at least
+  :data:`DIRECT_BODY_BYTES`) is received straight into its own buffer, which the slave writes
+  to disk.  Why a protocol and not the loop's socket calls (issue 27): on uvloop, each
+  ``sock_recv_into`` and ``sock_sendall`` registered and removed the socket with epoll, and a
+  frame took three receives: a 1 KiB batch and its ack cost 80 us of CPU, 16-21 us now
+  (``bench/bench_ha_link.py``).  Reading stops while :data:`READ_AHEAD_BYTES` of whole frames
+  wait to be taken, so a slow reader still paces its peer through TCP.
+* Frames go out whole and in the order their sends started (the transport's order); a send
+  waits only while more than :data:`WRITE_AHEAD_BYTES` are not yet with the kernel (a slow
+  peer paces its sender).  A receive cancelled while it waits takes nothing from the stream.
+  :meth:`Link.shutdown` ends pending and later sends and receives at once, dropping what was
+  not sent (a tick that found the peer silent); :meth:`Link.aclose` first lets the bytes
+  already sent go out (a refusal sent just before the close arrives), within
+  :data:`CLOSE_FLUSH_S`.
 * ``on_received`` (if set) is called whenever bytes arrive, before the frame they belong to
   is complete: the peer's silence is measured from its last byte, not its last parsed frame
   (issue 24, defect 6).
@@ -32,12 +37,17 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
+from collections import deque
 from typing import Callable
 
 PREAMBLE = b"RMHA\x01"
 PREFIX = struct.Struct(">II")
 MAX_HEADER_BYTES = 32 * 1024 * 1024   # a batch's index: 20 bytes per record, per-queue names
 MAX_BODY_BYTES = 64 * 1024 * 1024     # a batch's payload: haTransferBatchSize is at most 16 MiB
+DIRECT_BODY_BYTES = 256 * 1024         # a body at least this large is received into its own buffer
+READ_AHEAD_BYTES = 8 * 1024 * 1024     # whole frames waiting to be taken before reading pauses
+WRITE_AHEAD_BYTES = 1024 * 1024        # bytes not yet with the kernel before a send waits
+CLOSE_FLUSH_S = 5.0                    # a closed link's last bytes go out within this, or are dropped
 
 
 class WireError(Exception):
@@ -68,7 +78,7 @@ def check_preamble(data: bytes) -> None:
 class Link:
     """One replication connection (either side)."""
 
-    SMALL_FRAME = 64 * 1024  # a frame up to this size goes out in one system call (joined)
+    SMALL_FRAME = 64 * 1024  # a frame up to this size goes to the transport as one buffer (joined)
 
     def __init__(self, sock: socket.socket):
         sock.setblocking(False)
@@ -76,8 +86,10 @@ class Link:
         if sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # acks and heartbeats go at once
         self._sock = sock
-        self._sending = asyncio.Lock()
-        self._busy = 0              # sends and receives under way on the socket
+        self._transport: asyncio.Transport | None = None
+        self._starting: asyncio.Future | None = None
+        self._receiver = _Receiver(self)
+        self._busy = 0              # sends and receives under way
         self._idle = asyncio.Event()
         self._idle.set()
         self._closed = False
@@ -93,38 +105,49 @@ class Link:
         """One frame, after every frame whose send started before it; OSError when the connection is gone."""
         prefix = frame_prefix(len(header), len(body))
         if len(header) + len(body) <= self.SMALL_FRAME:
-            parts = [b"".join((prefix, header, body))]
+            await self._io(self._send((b"".join((prefix, header, body)),)))
         else:
-            parts = [prefix + header, body] if body else [prefix + header]
-        async with self._sending:
-            await self._io(self._send_all(parts))
+            await self._io(self._send((prefix + header, body) if body else (prefix + header,)))
 
     async def send_preamble(self) -> None:
-        async with self._sending:
-            await self._io(self._send_all([PREAMBLE]))
+        await self._io(self._send((PREAMBLE,)))
 
     async def receive(self) -> tuple[bytes, bytes | bytearray] | None:
         """The next frame's (header, body); None when the peer closed between frames."""
-        return await self._io(self._receive_frame())
+        return await self._io(self._receive(preamble=False))
 
     async def receive_preamble(self) -> None:
-        check_preamble(bytes(await self._io(self._recv_exact(len(PREAMBLE)))))
+        """The peer's first bytes must be :data:`PREAMBLE` (call before anything else is received)."""
+        await self._io(self._receive(preamble=True))
 
     def shutdown(self) -> None:
         """Pending and later sends and receives fail (or see the end of the stream)."""
         self._broken = True
-        try:
-            self._sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+        if self._transport is not None:
+            self._transport.abort()
+        else:
+            try:
+                self._sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self._receiver.wake()
 
     async def aclose(self) -> None:
+        """Close after the bytes already sent; pending sends and receives end."""
         if self._closed:
             return
         self._closed = True
-        self.shutdown()
+        transport = self._transport
+        if transport is not None and not self._broken:
+            self._broken = True
+            transport.close()   # what is buffered goes first, then the socket closes
+            asyncio.get_running_loop().call_later(CLOSE_FLUSH_S, transport.abort)   # a peer that never reads
+            self._receiver.wake()
+        else:
+            self.shutdown()
         await self._idle.wait()
-        self._sock.close()  # nothing waits on it any more: its number cannot be reused under one
+        if self._transport is None:
+            self._sock.close()  # never handed to a transport (it closes its own)
 
     # --- on the event loop -----------------------------------------------------------------------
     async def _io(self, operation):
@@ -135,39 +158,223 @@ class Link:
         self._idle.clear()
         try:
             return await operation
-        except asyncio.CancelledError:
-            self.shutdown()  # cut inside a frame: nothing more may go over this stream
-            raise
         finally:
             self._busy -= 1
             if not self._busy:
                 self._idle.set()
 
-    async def _send_all(self, parts: list) -> None:
-        loop = asyncio.get_running_loop()
+    async def _started(self, preamble: bool) -> asyncio.Transport:
+        """The transport, made at the first send or receive (``preamble``: that first receive
+        is the preamble's)."""
+        if self._transport is not None:
+            return self._transport
+        if self._starting is None:
+            self._receiver.expect_preamble = preamble
+            self._starting = asyncio.ensure_future(
+                asyncio.get_running_loop().connect_accepted_socket(lambda: self._receiver, self._sock))
+        transport, _ = await asyncio.shield(self._starting)
+        if self._transport is None:
+            self._transport = transport
+            transport.set_write_buffer_limits(high=WRITE_AHEAD_BYTES)
+            if self._broken:
+                transport.abort()
+        return transport
+
+    async def _send(self, parts: tuple) -> None:
+        transport = await self._started(preamble=False)
+        receiver = self._receiver
+        if self._broken or receiver.lost is not None:
+            raise ConnectionAbortedError("the replication link was shut down")
         for part in parts:
-            await loop.sock_sendall(self._sock, part)
+            transport.write(part)
+        if receiver.write_paused:
+            await receiver.drained()
 
-    async def _recv_exact(self, size: int) -> bytearray:
-        """``size`` bytes, or fewer when the peer closed first (b"" when at once)."""
-        buffer = bytearray(size)
-        view, got, loop = memoryview(buffer), 0, asyncio.get_running_loop()
-        while got < size:
-            count = await loop.sock_recv_into(self._sock, view[got:])
-            if not count:
-                return buffer[:got]
-            got += count
-            if self.on_received is not None:
-                self.on_received()
-        return buffer
+    async def _receive(self, preamble: bool):
+        await self._started(preamble)
+        receiver = self._receiver
+        if preamble and not receiver.expect_preamble and receiver.preamble is None:
+            raise RuntimeError("the preamble is the first thing received")
+        while True:
+            if preamble and receiver.preamble is not None:
+                check_preamble(receiver.preamble)
+                return None
+            if not preamble and receiver.frames:
+                return receiver.take()
+            if receiver.error is not None:
+                raise receiver.error
+            if self._broken:
+                return None
+            if receiver.lost is not None:
+                if isinstance(receiver.lost, OSError):
+                    raise receiver.lost
+                if preamble:
+                    check_preamble(receiver.partial())
+                return None
+            await receiver.arrival()
 
-    async def _receive_frame(self) -> tuple[bytes, bytes | bytearray] | None:
-        prefix = await self._recv_exact(PREFIX.size)
-        if not prefix:
-            return None
-        header_size, body_size = parse_prefix(bytes(prefix))
-        header = bytes(await self._recv_exact(header_size)) if header_size else b""
-        body = await self._recv_exact(body_size) if body_size else b""
-        if len(header) != header_size or len(body) != body_size:
-            raise WireError(f"connection closed inside a frame ({header_size} + {body_size} bytes announced)")
-        return header, body
+
+class _Receiver(asyncio.BufferedProtocol):
+    """The link's side of the transport: bytes into frames as they arrive; write pauses."""
+
+    def __init__(self, link: Link):
+        self._link = link
+        self.expect_preamble = False
+        self.preamble: bytes | None = None
+        self.frames: deque = deque()          # whole (header, body) frames not taken yet
+        self._ready_bytes = 0
+        self.error: WireError | None = None
+        self.lost: BaseException | bool | None = None   # the connection ended (its error, or True)
+        self.write_paused = False
+        self._buffer = bytearray(64 * 1024)
+        self._view = memoryview(self._buffer)
+        self._start = self._end = 0           # unparsed bytes: _buffer[_start:_end]
+        self._body: bytearray | None = None   # a large body received straight into its own buffer
+        self._body_got = 0
+        self._header = b""
+        self._waiter: asyncio.Future | None = None
+        self._drain: asyncio.Future | None = None
+        self._transport: asyncio.BaseTransport | None = None
+        self._reading = True
+
+    # --- asyncio's calls --------------------------------------------------------------------------
+    def connection_made(self, transport) -> None:
+        self._transport = transport
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self._body is not None:
+            return memoryview(self._body)[self._body_got:]
+        if len(self._buffer) - self._end < 16 * 1024:
+            self._make_room()
+        return self._view[self._end:]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._body is not None:
+            self._body_got += nbytes
+            if self._body_got == len(self._body):
+                self._frame_done(self._header, self._body)
+                self._body = None
+        else:
+            self._end += nbytes
+        self._parse()
+        if self._link.on_received is not None:
+            self._link.on_received()
+        self.wake()
+
+    def eof_received(self) -> bool:
+        self._ended(True)
+        return True   # our sends may still go; aclose closes
+
+    def connection_lost(self, exc) -> None:
+        self._ended(exc if exc is not None else True)
+        if self._drain is not None and not self._drain.done():
+            self._drain.set_exception(ConnectionResetError("the replication link closed"))
+
+    def pause_writing(self) -> None:
+        self.write_paused = True
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        if self._drain is not None and not self._drain.done():
+            self._drain.set_result(None)
+
+    # --- the link's calls -------------------------------------------------------------------------
+    def take(self) -> tuple[bytes, bytes | bytearray]:
+        frame = self.frames.popleft()
+        self._ready_bytes -= len(frame[0]) + len(frame[1])
+        if not self._reading and self._ready_bytes < READ_AHEAD_BYTES and self.error is None:
+            self._reading = True
+            self._transport.resume_reading()
+        return frame
+
+    def partial(self) -> bytes:
+        return bytes(self._buffer[self._start:self._end])
+
+    async def arrival(self) -> None:
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+
+    async def drained(self) -> None:
+        if self._drain is None or self._drain.done():
+            self._drain = asyncio.get_running_loop().create_future()
+        await asyncio.shield(self._drain)
+
+    def wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    # --- parsing ----------------------------------------------------------------------------------
+    def _parse(self) -> None:
+        buffer = self._buffer
+        while self.error is None and self._body is None:
+            available = self._end - self._start
+            if self.expect_preamble and self.preamble is None:
+                if available < len(PREAMBLE):
+                    return
+                self.preamble = bytes(buffer[self._start:self._start + len(PREAMBLE)])
+                self._start += len(PREAMBLE)
+                if self.preamble != PREAMBLE:
+                    self._stop_reading()
+                    return
+                continue
+            if available < PREFIX.size:
+                return
+            try:
+                header_size, body_size = parse_prefix(bytes(buffer[self._start:self._start + PREFIX.size]))
+            except WireError as error:
+                self.error = error
+                self._stop_reading()
+                return
+            header_end = self._start + PREFIX.size + header_size
+            if self._end - header_end >= body_size >= 0 and self._end >= header_end:
+                self._frame_done(bytes(buffer[self._start + PREFIX.size:header_end]),
+                                 bytes(buffer[header_end:header_end + body_size]) if body_size else b"")
+                self._start = header_end + body_size
+                continue
+            if body_size >= DIRECT_BODY_BYTES and self._end >= header_end:
+                self._header = bytes(buffer[self._start + PREFIX.size:header_end])
+                self._body = bytearray(body_size)
+                self._body_got = self._end - header_end
+                self._body[:self._body_got] = buffer[header_end:self._end]
+                self._start = self._end = 0
+                return
+            needed = PREFIX.size + header_size + body_size
+            if needed > len(buffer) - self._start:
+                self._make_room(needed)
+            return
+
+    def _frame_done(self, header: bytes, body) -> None:
+        self.frames.append((header, body))
+        self._ready_bytes += len(header) + len(body)
+        if self._ready_bytes >= READ_AHEAD_BYTES:
+            self._stop_reading()
+
+    def _stop_reading(self) -> None:
+        if self._reading and self._transport is not None:
+            self._reading = False
+            self._transport.pause_reading()
+
+    def _make_room(self, needed: int = 0) -> None:
+        """Move the unparsed bytes to the front; grow the buffer to hold ``needed`` bytes of one frame."""
+        pending = self._end - self._start
+        size = max(len(self._buffer), needed, pending + 16 * 1024)
+        if size > len(self._buffer):
+            grown = bytearray(size)
+            grown[:pending] = self._buffer[self._start:self._end]
+            self._buffer = grown
+            self._view = memoryview(grown)
+        elif self._start:
+            self._buffer[:pending] = self._buffer[self._start:self._end]
+        self._start, self._end = 0, pending
+
+    def _ended(self, reason) -> None:
+        if self.lost is None:
+            self.lost = reason
+        if self.error is None and (self._body is not None or (self._end > self._start and
+                                                               not (self.expect_preamble and self.preamble is None))):
+            announced = f"{len(self._body)}-byte body" if self._body is not None else "frame"
+            self.error = WireError(f"connection closed inside a frame (a {announced} not complete)")
+        self.wake()

@@ -14,15 +14,26 @@ figure is the part of a send that RelayMQ's Python decides.
     .venv/bin/python bench/send_path.py --calls 20000 --rounds 5
     .venv/bin/python bench/send_path.py --calls 5000 --rounds 2 --profile 40   # where it goes (cProfile)
     .venv/bin/python bench/send_path.py --case receive --calls 8000 --rounds 3
+    .venv/bin/python bench/send_path.py --replicated --in-flight 16 --calls 5000 --rounds 3
+
+``--replicated``: a second in-process container holds broker-a's slave (brokerId 1, SLAVE),
+the master is a SYNC_MASTER, both SYNC_FLUSH with inSyncReplicas 2, so every send waits for
+the slave's fdatasync over the real replication link on loopback.  Each container runs on
+its own loop thread (one process, one GIL), and the figures are per call: the master's loop,
+the slave's loop, and every other thread of the process (the flush threads, the slave's
+writer) together.  ``--in-flight N`` keeps N sends outstanding (the replication batches and
+group commits depend on it).  ``--profile`` then profiles both loops.
 """
 from __future__ import annotations
 
 import argparse
+import asyncio
 import cProfile
 import pstats
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -90,18 +101,97 @@ def requests(topic: str, count: int, batch: int) -> list:
     return made
 
 
-async def _round(service, calls: list, context, profile=None) -> float:
+async def _round(service, calls: list, context, profile=None, in_flight: int = 1) -> float:
     if profile is not None:
         profile.enable()
     began = time.thread_time()
-    for request in calls:
-        response = await service.SendMessage(request, context)
-        if response.status.code != d.OK:
-            raise RuntimeError(response.status)
+    pending = iter(calls)
+
+    async def sender():
+        for request in pending:
+            response = await service.SendMessage(request, context)
+            if response.status.code != d.OK:
+                raise RuntimeError(response.status)
+    await asyncio.gather(*(sender() for _ in range(in_flight)))
     spent = (time.thread_time() - began) / len(calls)
     if profile is not None:
         profile.disable()
     return spent
+
+
+def thread_cpu(thread: threading.Thread) -> float:
+    return time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+
+
+def replicated(args) -> tuple[list[dict], list]:
+    """--replicated: per call, the master's loop, the slave's loop and the other threads (us)."""
+    from services.messaging.servicer import MessagingService
+    from tests.support.inprocess_container import InProcessContainer
+
+    ha = {"flushDiskType": "SYNC_FLUSH", "totalReplicas": 2, "inSyncReplicas": 2, "minInSyncReplicas": 2}
+    figures, profiles = [], []
+    with tempfile.TemporaryDirectory(prefix="send-path-") as data:
+        master = InProcessContainer(Path(data) / "master",
+                                    brokers=[{"brokerName": "broker-a", "brokerRole": "SYNC_MASTER", **ha}], uvloop=True)
+        slave = InProcessContainer(Path(data) / "slave", brokers=[{"brokerName": "broker-a", "brokerId": 1,
+                                                                   "brokerRole": "SLAVE", **ha}],
+                                   namesrv_port=master.spec.namesrv_port, uvloop=True)
+        try:
+            container = master.container
+            master.background.run(_create_topic(container))
+            service = MessagingService(container.directory, container.messaging, container.clock,
+                                       container.directory.registry)
+            context = Context()
+            _wait_replicating(master, service, context)
+            loops = (master.background.thread, slave.background.thread)
+            for number in range(args.rounds):
+                calls = _fresh(requests("t", args.calls, args.batch), number)
+                profile = args.profile and number == args.rounds - 1
+                if profile:
+                    profiles = [cProfile.Profile(time.thread_time), cProfile.Profile(time.thread_time)]
+                    slave.background.run(_enable(profiles[1]))
+                process, own = time.process_time(), [thread_cpu(t) for t in loops]
+                master.background.run(_round(service, calls, context, profiles[0] if profile else None, args.in_flight),
+                                      timeout_s=600)
+                if profile:
+                    slave.background.run(_disable(profiles[1]))
+                spent = [thread_cpu(t) - before for t, before in zip(loops, own)]
+                total = time.process_time() - process
+                figures.append({"master loop": spent[0] / args.calls * 1e6, "slave loop": spent[1] / args.calls * 1e6,
+                                "other threads": (total - sum(spent)) / args.calls * 1e6})
+        finally:
+            slave.stop()
+            master.stop()
+    return figures, profiles
+
+
+def _fresh(calls: list, number: int) -> list:
+    for request in calls:  # fresh ids each round: no deduplication
+        for m in request.messages:
+            m.system_properties.message_id = f"{number:04X}{m.system_properties.message_id[4:]}"
+    return calls
+
+
+def _wait_replicating(master, service, context, timeout_s: float = 30.0) -> None:
+    """Until a send is acknowledged: the slave connected and joined (inSyncReplicas 2)."""
+    deadline = time.monotonic() + timeout_s
+    probe = requests("t", 1, 1)[0]
+    probe.messages[0].system_properties.message_id = "F" * 32
+    while True:
+        response = master.background.run(service.SendMessage(probe, context))
+        if response.status.code == d.OK:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the slave never joined: {response.status}")
+        time.sleep(0.2)
+
+
+async def _enable(profile) -> None:
+    profile.enable()
+
+
+async def _disable(profile) -> None:
+    profile.disable()
 
 
 def main() -> None:
@@ -112,17 +202,35 @@ def main() -> None:
     parser.add_argument("--case", choices=("send", "receive"), default="send",
                         help="send: per SendMessage call; receive: per message received (batch 32) and acked")
     parser.add_argument("--flush", choices=("ASYNC_FLUSH", "SYNC_FLUSH"), default="ASYNC_FLUSH")
+    parser.add_argument("--replicated", action="store_true",
+                        help="broker-a with a slave in a second in-process container (SYNC_MASTER, SYNC_FLUSH)")
+    parser.add_argument("--in-flight", type=int, default=1, help="sends outstanding at once")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="also profile the last round (cProfile, on the loop thread) and print its N costliest "
                              "functions by own time, per call (the profiler's overhead inflates every figure)")
     args = parser.parse_args()
-    if args.calls < 1 or args.rounds < 1 or not 1 <= args.batch <= 32:
-        parser.error("--calls and --rounds at least 1, --batch 1..32")
+    if args.calls < 1 or args.rounds < 1 or not 1 <= args.batch <= 32 or not 1 <= args.in_flight <= 256:
+        parser.error("--calls and --rounds at least 1, --batch 1..32, --in-flight 1..256")
+    if args.replicated:
+        if args.case != "send":
+            parser.error("--replicated measures sends only")
+        figures, profiles = replicated(args)
+        print(f"# send_path: {' '.join(sys.argv)}; broker-a SYNC_MASTER + slave, SYNC_FLUSH, {args.batch} message(s) "
+              f"of 1 KiB per send, {args.in_flight} in flight, {args.calls} sends x {args.rounds} rounds, CPU per call (us)")
+        for part in figures[0]:
+            print(f"{part:<14} rounds: {', '.join(f'{f[part]:.1f}' for f in figures)}; "
+                  f"median {statistics.median(f[part] for f in figures):.1f}")
+        print(f"{'total':<14} median {statistics.median(sum(f.values()) for f in figures):.1f}")
+        for name, profile in zip(("master", "slave"), profiles):
+            print(f"--- {name} loop")
+            _print_profile(profile, args.calls, args.profile)
+        return
     from services.messaging.servicer import MessagingService
     from tests.support.inprocess_container import InProcessContainer
 
     with tempfile.TemporaryDirectory(prefix="send-path-") as data:
-        node = InProcessContainer(Path(data), brokers=[{"brokerName": "broker-a", "flushDiskType": args.flush}])
+        node = InProcessContainer(Path(data), brokers=[{"brokerName": "broker-a", "flushDiskType": args.flush}],
+                                  uvloop=True)
         try:
             container = node.container
             node.background.run(_create_topic(container))
@@ -132,12 +240,11 @@ def main() -> None:
             figures = []
             for number in range(args.rounds):
                 calls = requests("t", args.calls, args.batch)
-                for i, request in enumerate(calls):  # fresh ids each round: no deduplication
-                    for m in request.messages:
-                        m.system_properties.message_id = f"{number:04X}{m.system_properties.message_id[4:]}"
-                profile = cProfile.Profile() if args.profile and number == args.rounds - 1 else None
+                calls = _fresh(calls, number)
+                profile = cProfile.Profile(time.thread_time) if args.profile and number == args.rounds - 1 else None
                 if args.case == "send":
-                    figures.append(node.background.run(_round(service, calls, context, profile), timeout_s=600) * 1e6)
+                    figures.append(node.background.run(_round(service, calls, context, profile, args.in_flight),
+                                                       timeout_s=600) * 1e6)
                     continue
                 node.background.run(_round(service, calls, context), timeout_s=600)
                 figures.append(node.background.run(_receive_round(service, "t", args.calls * args.batch, number, context,

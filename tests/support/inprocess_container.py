@@ -15,8 +15,13 @@ from tests.support.container_process import ContainerProcess
 
 
 class BackgroundLoop:
-    def __init__(self):
-        self.loop = asyncio.new_event_loop()
+    def __init__(self, uvloop: bool = False):
+        """``uvloop``: the loop the container runs on in production (``relaymq container``)."""
+        if uvloop:
+            import uvloop as uv
+            self.loop = uv.new_event_loop()
+        else:
+            self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
 
@@ -31,13 +36,16 @@ class BackgroundLoop:
 class InProcessContainer:
     """One container with an embedded nameserver and broker-a (master), on loopback."""
 
-    def __init__(self, data_dir: Path, extra: dict | None = None, brokers: list[dict] | None = None):
+    def __init__(self, data_dir: Path, extra: dict | None = None, brokers: list[dict] | None = None,
+                 namesrv_port: int = 0, uvloop: bool = False):
+        """``namesrv_port`` given: no embedded nameserver; register with the one on that port."""
         from container.cli_container import build_container
 
         self.spec = ContainerProcess(data_dir, brokers=brokers or [{"brokerName": "broker-a"}],
-                                     extra={"haListenPort": 0, **(extra or {})})
+                                     extra={"haListenPort": 0, **(extra or {})}, embedded_namesrv=not namesrv_port,
+                                     namesrv_port=namesrv_port)
         self.container = build_container(str(self.spec.write_config()), None)
-        self.background = BackgroundLoop()
+        self.background = BackgroundLoop(uvloop)
         self.background.run(self.container.start())
 
     @property

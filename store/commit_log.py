@@ -54,8 +54,8 @@ class CommitLog:
 
     @property
     def min_offset(self) -> int:
-        starts = self.files.starts()
-        return starts[0] if starts else self.write_offset
+        first = self.files.first_start()
+        return self.write_offset if first is None else first
 
     def room(self, offset: int) -> int:
         return self.files.segment_start(offset) + self.segment_size - offset

@@ -379,7 +379,7 @@ class MasterGroup:
     def next_deadline_ms(self) -> int | None:
         deadlines = [self.pauses.deadline_ms()]   # a look every interval: a late one reveals our own pause
         if self.waits.pending:
-            deadlines.append(min(w.deadline_ms for w in self.waits.pending.values()))
+            deadlines.append(self.waits.earliest_deadline_ms())
         for connection in self.connections.values():
             deadline = connection.session.deadline_ms()
             if deadline is not None:

@@ -74,10 +74,17 @@ class AckWaits:
     def __init__(self, limit: int):
         self.limit = limit
         self.pending: dict[int, PendingAck] = {}
+        self._in_order = True          # deadlines never decrease in insertion order
+        self._last_deadline_ms = 0
 
     def add(self, wait: PendingAck) -> QuorumRejection | None:
         if len(self.pending) >= self.limit:
             return QuorumRejection.SLAVE_NOT_AVAILABLE
+        if not self.pending:
+            self._in_order = True
+        elif wait.deadline_ms < self._last_deadline_ms:
+            self._in_order = False
+        self._last_deadline_ms = wait.deadline_ms
         self.pending[wait.request_id] = wait
         return None
 
@@ -104,6 +111,17 @@ class AckWaits:
                 done.append(request_id)
                 del self.pending[request_id]
         return done
+
+    def earliest_deadline_ms(self) -> int | None:
+        """The earliest deadline of the waits.  Every wait gets the same ``slaveTimeout`` from a
+        clock that never goes back, and :meth:`lower_to` keeps a wait's place, so the first
+        added is the first due: no scan of every wait, twice per put.  Waits added out of
+        deadline order (a caller's clock went back) are scanned."""
+        if self._in_order:
+            for wait in self.pending.values():
+                return wait.deadline_ms
+            return None
+        return min((w.deadline_ms for w in self.pending.values()), default=None)
 
     def expire(self, now_ms: int) -> list[int]:
         """Request ids whose ``slaveTimeout`` passed: FLUSH_SLAVE_TIMEOUT."""

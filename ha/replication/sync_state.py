@@ -118,14 +118,16 @@ class SyncStateTracker:
         if old.learner:
             return
         if old.ack_offset >= master_max:
-            self.slaves[slave_id] = dataclasses.replace(old, last_caught_up_ms=now_ms, marks=())
+            if old.last_caught_up_ms != now_ms or old.marks:   # per batch: no dataclasses.replace
+                self.slaves[slave_id] = SlaveProgress(slave_id, False, old.connected, old.ack_offset, now_ms)
             return
         marks = old.marks
         spacing = max(1, self.max_time_not_caught_up_ms // MARKS)
         if marks and (master_max <= marks[-1][0] or now_ms - marks[-1][1] < spacing):
             return  # the newest mark is recent enough: an ack passing it says as much
         marks = (marks + ((master_max, now_ms),))[-MARKS:]
-        self.slaves[slave_id] = dataclasses.replace(old, marks=marks)
+        self.slaves[slave_id] = SlaveProgress(slave_id, False, old.connected, old.ack_offset, old.last_caught_up_ms,
+                                              marks)
 
     def on_ack(self, slave_id: int, offset: int, master_max: int, last_epoch_start: int,
                now_ms: int) -> frozenset[int] | None:

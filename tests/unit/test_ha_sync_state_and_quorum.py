@@ -185,3 +185,21 @@ def test_a_slave_that_really_falls_behind_is_dropped_after_the_limit():
     assert t.slaves[1].last_caught_up_ms in range(12 + 299 * 10 - 30, 12 + 299 * 10 + 1)  # 1 s behind the end
     assert t.check_shrink(12 + 399 * 10 + 600) == frozenset({0})  # lag 1 s, then silence: past the 1.5 s limit
     assert len(t.slaves[1].marks) <= 64
+
+
+def test_the_earliest_deadline_of_waits_added_in_order_and_out_of_order():
+    waits = AckWaits(10)
+    assert waits.earliest_deadline_ms() is None
+    for request_id, deadline in enumerate((100, 120, 120, 150)):
+        waits.add(PendingAck(request_id, 10 * request_id, 2, deadline))
+    assert waits.earliest_deadline_ms() == 100
+    waits.pending.pop(0)
+    waits.lower_to(1)
+    assert waits.earliest_deadline_ms() == 120
+    waits.add(PendingAck(9, 5, 2, 90))   # a clock that went back: scanned
+    assert waits.earliest_deadline_ms() == 90
+    assert waits.expire(130) == [1, 2, 9]
+    assert waits.earliest_deadline_ms() == 150
+    waits.expire(200)
+    waits.add(PendingAck(10, 5, 2, 300))
+    assert waits.earliest_deadline_ms() == 300

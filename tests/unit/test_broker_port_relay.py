@@ -57,6 +57,15 @@ async def _local(raw: bytes, context) -> bytes:
     return b"local:" + raw
 
 
+async def _no_listeners_left(replica, within_s: float = 5.0) -> None:
+    """Every relay took its listener back.  The caller may hold its status a moment before the
+    relaying handler's last lines run (seen under load), so this waits a little."""
+    deadline = asyncio.get_running_loop().time() + within_s
+    while replica.listeners and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.01)
+    assert replica.listeners == set()
+
+
 def _scenario(master_behaviour, body):
     async def run():
         master, master_address = await _serve(_unary(master_behaviour))
@@ -82,7 +91,7 @@ def test_a_relayed_call_reaches_the_master_and_its_answer_comes_back_unchanged()
     async def body(call, replica):
         answers = await asyncio.gather(*(call(b"m%d" % i, timeout=10) for i in range(50)))
         assert answers == [b"master:m%d" % i for i in range(50)]
-        assert replica.listeners == set()  # every relay took its listener back
+        await _no_listeners_left(replica)  # every relay took its listener back
     _scenario(master, body)
 
 
@@ -95,7 +104,7 @@ def test_a_masters_failure_reaches_the_caller_as_its_status_naming_the_relay():
             await call(b"m", timeout=10)
         assert failure.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
         assert "relayed to 127.0.0.1:" in failure.value.details() and "disk full" in failure.value.details()
-        assert replica.listeners == set()
+        await _no_listeners_left(replica)
     _scenario(master, body)
 
 
@@ -115,7 +124,7 @@ def test_a_replica_promoted_while_its_relay_hangs_serves_the_call_itself():
         assert not pending.done()
         replica.promote()
         assert await asyncio.wait_for(pending, 10) == b"local:m"
-        assert replica.listeners == set()
+        await _no_listeners_left(replica)
     _scenario(master, body)
 
 

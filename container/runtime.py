@@ -97,7 +97,8 @@ class BrokerContainer:
         self.relays = Relays(server_options(messaging))
         self.acting_client = ActingClient()  # escapes, hand-overs and lock grants to other containers
         self._internal_server: grpc.aio.Server | None = None
-        self._ha_listener = HaListener(self.replication_master)
+        self._broker_ports: dict[str, object] = {}   # broker name -> its endpoint's handler (relay links)
+        self._ha_listener = HaListener(self.replication_master, self._relayed_call)
         self._health = HealthService()
         self.guard = RequestGuard(config.bad_request_log_interval_ms)  # bad requests of every server of ours
         self.registration: Registration | None = None
@@ -248,9 +249,10 @@ class BrokerContainer:
         if not port or hosted.name in self._broker_servers:
             return
         server = grpc.aio.server(options=broker_port_options(self.messaging))
-        add_broker_port(server, hosted.replica, self.directory.pinned(hosted.name), self.messaging, self.clock,
-                        self.directory.registry, self.relays, accounts=self.accounts, guard=self.guard,
-                        acting=lambda: hosted.broker.is_acting, access=self.access)
+        self._broker_ports[hosted.name] = add_broker_port(
+            server, hosted.replica, self.directory.pinned(hosted.name), self.messaging, self.clock,
+            self.directory.registry, self.relays, accounts=self.accounts, guard=self.guard,
+            acting=lambda: hosted.broker.is_acting, access=self.access)
         self.ports[f"broker:{hosted.name}"] = self._bind(server, f"listenPort of {hosted.name}",
                                                           self.config.client_bind_host, port)
         await server.start()
@@ -258,6 +260,7 @@ class BrokerContainer:
 
     async def _stop_broker_port(self, name: str, grace_s: float) -> None:
         server = self._broker_servers.pop(name, None)
+        self._broker_ports.pop(name, None)
         self.ports.pop(f"broker:{name}", None)
         if server is not None:
             await server.stop(grace_s)
@@ -384,6 +387,11 @@ class BrokerContainer:
         if self.registration is None:
             return hosted.offered_master or None
         return await self.registration.register(hosted) or hosted.offered_master or None
+
+    def _relayed_call(self, broker_name: str, method: str, streamed: bool):
+        """What serves a call relayed over a relay link: the group's endpoint here."""
+        handler = self._broker_ports.get(broker_name)
+        return None if handler is None else handler.relayed(method, streamed)
 
     def replication_master(self, broker_name: str):
         for hosted in self.hosted.values():

@@ -98,6 +98,44 @@ class MasterFrame(_message.Message):
     refusal: Refusal
     def __init__(self, handshake: _Optional[_Union[MasterHandshake, _Mapping]] = ..., batch: _Optional[_Union[TransferBatch, _Mapping]] = ..., refusal: _Optional[_Union[Refusal, _Mapping]] = ...) -> None: ...
 
+class RelayMetadata(_message.Message):
+    __slots__ = ("key", "value")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    value: str
+    def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+
+class RelayRequest(_message.Message):
+    __slots__ = ("id", "broker_name", "method", "metadata", "timeout_ms", "cancel", "stream")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    broker_name: str
+    method: str
+    metadata: _containers.RepeatedCompositeFieldContainer[RelayMetadata]
+    timeout_ms: int
+    cancel: bool
+    stream: bool
+    def __init__(self, id: _Optional[int] = ..., broker_name: _Optional[str] = ..., method: _Optional[str] = ..., metadata: _Optional[_Iterable[_Union[RelayMetadata, _Mapping]]] = ..., timeout_ms: _Optional[int] = ..., cancel: _Optional[bool] = ..., stream: _Optional[bool] = ...) -> None: ...
+
+class RelayResponse(_message.Message):
+    __slots__ = ("id", "code", "details", "more")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    DETAILS_FIELD_NUMBER: _ClassVar[int]
+    MORE_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    code: int
+    details: str
+    more: bool
+    def __init__(self, id: _Optional[int] = ..., code: _Optional[int] = ..., details: _Optional[str] = ..., more: _Optional[bool] = ...) -> None: ...
+
 class LocateRequest(_message.Message):
     __slots__ = ("broker_name",)
     BROKER_NAME_FIELD_NUMBER: _ClassVar[int]

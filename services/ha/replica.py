@@ -132,6 +132,14 @@ class BrokerReplica:
             return None
         return slave.master_client_endpoint or None
 
+    def relay_link_address(self) -> str | None:
+        """The replication address of that master's container (host:port of its haListenPort),
+        where a relay link goes (services.messaging.relay_link); None as for :meth:`relay_endpoint`."""
+        slave = self.slave
+        if self.role is not Role.SLAVE or slave is None or not slave.connected_to or not slave.master_client_endpoint:
+            return None
+        return slave.connected_to
+
     @property
     def copying_from_master(self) -> bool:
         """A SLAVE whose replication is connected to a master now (acting master: such a slave

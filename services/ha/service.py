@@ -8,6 +8,8 @@ Rules:
   slave logs and retries (its master may not have started yet, or moved).  Anything else
   closes the connection with one log line.  With a cluster secret, the slave must prove it
   first (``services.ha.link_auth``).
+* A connection whose preamble is a relay link's (``services.messaging.relay_link``) carries
+  client calls relayed by a replica's container, after the same cluster proof.
 * ``HaService.Locate`` on the internal gRPC endpoint tells a slave that port and the client
   endpoint where this container serves the group (the slave's container relays client calls
   there), or NOT_FOUND when the container hosts no master of that name: a slave configures (or learns from the
@@ -28,7 +30,8 @@ from proto import ha_pb2_grpc as pb_grpc
 from services.ha.converters import decode_slave_frame, refusal_to_proto
 from services.ha.master import ReplicationMaster
 from services.ha.link_auth import check_slave
-from services.ha.wire import Link, WireError
+from services.ha.wire import PREAMBLE, Link, WireError
+from services.messaging.relay_link import RELAY_PREAMBLE, Dispatch, serve_relay_link
 
 log = logging.getLogger(__name__)
 HANDSHAKE_TIMEOUT_S = 5.0
@@ -53,8 +56,10 @@ def add_ha_service(server: grpc.aio.Server, masters: Masters, port: Callable[[],
 
 
 class HaListener:
-    def __init__(self, masters: Masters):
+    def __init__(self, masters: Masters, relay_dispatch: Dispatch | None = None):
+        """``relay_dispatch``: relay links are taken (services.messaging.relay_link)."""
         self._masters = masters
+        self._relay_dispatch = relay_dispatch
         self._socket: socket.socket | None = None
         self._accepting: asyncio.Task | None = None
         self._connections: set[asyncio.Task] = set()
@@ -94,10 +99,17 @@ class HaListener:
     async def _serve(self, link: Link) -> None:
         try:
             async with asyncio.timeout(HANDSHAKE_TIMEOUT_S):
-                await link.receive_preamble()
+                accept = (PREAMBLE, RELAY_PREAMBLE) if self._relay_dispatch is not None else (PREAMBLE,)
+                preamble = await link.receive_preamble(accept)
                 if not await check_slave(link):  # the cluster secret, when one is installed (logged there)
                     return
-                got = await link.receive()
+                if preamble == RELAY_PREAMBLE:
+                    got = None
+                else:
+                    got = await link.receive()
+            if preamble == RELAY_PREAMBLE:
+                await serve_relay_link(link, self._relay_dispatch)
+                return
             if got is None:
                 log.info("replication connection from %s closed by the peer before its handshake", link.peer)
                 return

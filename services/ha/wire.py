@@ -70,9 +70,12 @@ def parse_prefix(prefix: bytes) -> tuple[int, int]:
     return header_size, body_size
 
 
-def check_preamble(data: bytes) -> None:
-    if data != PREAMBLE:
-        raise WireError(f"not a replication connection (preamble {data[:16]!r}, expected {PREAMBLE!r})")
+def check_preamble(data: bytes, accept: tuple[bytes, ...] = (PREAMBLE,)) -> bytes:
+    """``data`` if it is one of ``accept`` (all as long as :data:`PREAMBLE`), else WireError."""
+    if data not in accept:
+        raise WireError(f"not a replication connection (preamble {data[:16]!r}, expected "
+                        f"{' or '.join(repr(a) for a in accept)})")
+    return data
 
 
 class Link:
@@ -109,16 +112,18 @@ class Link:
         else:
             await self._io(self._send((prefix + header, body) if body else (prefix + header,)))
 
-    async def send_preamble(self) -> None:
-        await self._io(self._send((PREAMBLE,)))
+    async def send_preamble(self, preamble: bytes = PREAMBLE) -> None:
+        assert len(preamble) == len(PREAMBLE)
+        await self._io(self._send((preamble,)))
 
     async def receive(self) -> tuple[bytes, bytes | bytearray] | None:
         """The next frame's (header, body); None when the peer closed between frames."""
-        return await self._io(self._receive(preamble=False))
+        return await self._io(self._receive())
 
-    async def receive_preamble(self) -> None:
-        """The peer's first bytes must be :data:`PREAMBLE` (call before anything else is received)."""
-        await self._io(self._receive(preamble=True))
+    async def receive_preamble(self, accept: tuple[bytes, ...] = (PREAMBLE,)) -> bytes:
+        """The peer's first bytes, which must be one of ``accept`` (call before anything else is
+        received); returns which."""
+        return await self._io(self._receive(preamble=accept))
 
     def shutdown(self) -> None:
         """Pending and later sends and receives fail (or see the end of the stream)."""
@@ -190,15 +195,15 @@ class Link:
         if receiver.write_paused:
             await receiver.drained()
 
-    async def _receive(self, preamble: bool):
-        await self._started(preamble)
+    async def _receive(self, preamble: tuple[bytes, ...] = ()):
+        """The next frame; with ``preamble`` (the accepted ones), the preamble instead."""
+        await self._started(bool(preamble))
         receiver = self._receiver
         if preamble and not receiver.expect_preamble and receiver.preamble is None:
             raise RuntimeError("the preamble is the first thing received")
         while True:
             if preamble and receiver.preamble is not None:
-                check_preamble(receiver.preamble)
-                return None
+                return check_preamble(receiver.preamble, preamble)
             if not preamble and receiver.frames:
                 return receiver.take()
             if receiver.error is not None:
@@ -209,7 +214,7 @@ class Link:
                 if isinstance(receiver.lost, OSError):
                     raise receiver.lost
                 if preamble:
-                    check_preamble(receiver.partial())
+                    check_preamble(receiver.partial(), preamble)
                 return None
             await receiver.arrival()
 
@@ -316,9 +321,6 @@ class _Receiver(asyncio.BufferedProtocol):
                     return
                 self.preamble = bytes(buffer[self._start:self._start + len(PREAMBLE)])
                 self._start += len(PREAMBLE)
-                if self.preamble != PREAMBLE:
-                    self._stop_reading()
-                    return
                 continue
             if available < PREFIX.size:
                 return

@@ -34,9 +34,11 @@ from typing import Callable
 import grpc
 
 from services import metrics
+from services.messaging.relay_link import RelayFailed, RelayLinks
 
 log = logging.getLogger(__name__)
 LOCAL = "local"
+_OVER_GRPC = object()   # the relay link cannot carry this call: relay it over gRPC
 # a relay ends this much before its caller's deadline, so that its DEADLINE_EXCEEDED reaches the
 # caller as a status; at the same instant, the status went to a call gRPC had already ended
 # (ExecuteBatchError logged with a traceback by grpc's core)
@@ -55,11 +57,13 @@ def relayed_metadata(context) -> tuple[tuple[str, str], ...]:
 
 
 class Relays:
-    """gRPC channels to other containers' broker endpoints, one per address, kept until closed."""
+    """gRPC channels to other containers' broker endpoints, one per address, kept until closed;
+    and the relay links to their replication listeners (unary calls)."""
 
     def __init__(self, options: list[tuple[str, int]]):
         self._options = options
         self._channels: dict[str, grpc.aio.Channel] = {}
+        self.links = RelayLinks()
 
     def channel(self, address: str) -> grpc.aio.Channel:
         channel = self._channels.get(address)
@@ -72,6 +76,7 @@ class Relays:
         channels, self._channels = list(self._channels.values()), {}
         for channel in channels:
             await channel.close()
+        await self.links.close()
 
 
 def _parsed(handler: grpc.RpcMethodHandler, raw: bytes):
@@ -87,6 +92,7 @@ class BrokerPortHandler(grpc.GenericRpcHandler):
         """``acting()``: the broker is a slave acting for its absent master now."""
         self.replica, self.local, self.relays, self.hold_ms, self._now_s = replica, local, relays, hold_ms, now_s
         self.acting = acting
+        self._relayed_behaviours: dict = {}
 
     def service(self, handler_call_details):
         method = handler_call_details.method
@@ -98,6 +104,20 @@ class BrokerPortHandler(grpc.GenericRpcHandler):
         if handler.response_streaming:
             return grpc.unary_stream_rpc_method_handler(self._stream(method, handler))
         return grpc.unary_unary_rpc_method_handler(self._unary(method, handler))
+
+    def relayed(self, method: str, streamed: bool):
+        """The behaviour serving ``method`` on this endpoint for a call that came over a relay
+        link: unary, or with ``streamed`` a unary-request stream; None for another kind or a
+        method this endpoint does not have."""
+        key = (method, streamed)
+        behaviour = self._relayed_behaviours.get(key)
+        if behaviour is None:
+            handler = self.local.get(method)
+            if handler is None or handler.request_streaming or handler.response_streaming != streamed:
+                return None
+            make = self._stream if streamed else self._unary
+            behaviour = self._relayed_behaviours[key] = make(method, handler)
+        return behaviour
 
     def _relaying(self, method: str, where: str) -> str:
         metrics.labelled(metrics.RELAYED_CALLS, self.replica.name, method.rsplit("/", 1)[-1]).inc()
@@ -138,8 +158,15 @@ class BrokerPortHandler(grpc.GenericRpcHandler):
     async def _relay_unless_promoted(self, method: str, where: str, raw: bytes, context) -> bytes | None:
         """Relay a unary call; None when this replica became master meanwhile (the relay, stuck
         on a master that stopped answering, is cancelled and the call is served here: a send
-        may then be stored twice, never lost).  The call is awaited as it is, and a listener on
-        the replica cancels it on a promotion: no task, event wait or timer per relayed call."""
+        may then be stored twice, never lost).  Over the relay link to the master's container
+        when it takes one (services.messaging.relay_link), else over gRPC.  The call is awaited
+        as it is, and a listener on the replica cancels it on a promotion: no task, event wait
+        or timer per relayed call."""
+        address = self.replica.relay_link_address()
+        if address and self.relays.links.supported(address):
+            outcome = await self._relay_over_link(address, method, where, raw, context)
+            if outcome is not _OVER_GRPC:
+                return outcome
         call = self.relays.channel(where).unary_unary(method)(raw, metadata=relayed_metadata(context),
                                                               timeout=relay_timeout(context))
         promoted = False
@@ -165,6 +192,36 @@ class BrokerPortHandler(grpc.GenericRpcHandler):
             if not call.done():
                 call.cancel()
 
+    async def _relay_over_link(self, address: str, method: str, where: str, raw: bytes, context):
+        watched: list[asyncio.Future] = []
+        promoted = False
+
+        def cancel_if_promoted() -> None:
+            nonlocal promoted
+            if self.replica.is_master and watched and not watched[0].done():
+                promoted = True
+                watched[0].cancel()
+
+        def watch(future: asyncio.Future) -> None:
+            watched.append(future)
+            cancel_if_promoted()   # promoted while the link was being made
+
+        self.replica.add_change_listener(cancel_if_promoted)
+        try:
+            return await self.relays.links.call(address, self.replica.name, method, raw, relayed_metadata(context),
+                                                relay_timeout(context), watch)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if promoted and (task is None or not task.cancelling()):  # ours, not the caller's going away
+                return None
+            raise
+        except RelayFailed as failure:
+            if failure.code is grpc.StatusCode.UNIMPLEMENTED or not self.relays.links.supported(address):
+                return _OVER_GRPC   # that container serves the group elsewhere, or takes no relay links
+            await context.abort(failure.code, f"relayed to {where}: {failure.details}")
+        finally:
+            self.replica.remove_change_listener(cancel_if_promoted)
+
     def _stream(self, method: str, handler: grpc.RpcMethodHandler):
         async def behaviour(raw: bytes, context):
             where = await self.target(context)
@@ -172,7 +229,21 @@ class BrokerPortHandler(grpc.GenericRpcHandler):
                 async for response in handler.unary_stream(_parsed(handler, raw), context):
                     yield handler.response_serializer(response)
                 return
-            call = self.relays.channel(self._relaying(method, where)).unary_stream(method)(
+            self._relaying(method, where)
+            address = self.replica.relay_link_address()
+            if address and self.relays.links.supported(address):
+                answered = False
+                try:
+                    async for chunk in self.relays.links.stream(address, self.replica.name, method, raw,
+                                                                relayed_metadata(context), relay_timeout(context)):
+                        answered = True
+                        yield chunk
+                    return
+                except RelayFailed as failure:
+                    over_grpc = failure.code is grpc.StatusCode.UNIMPLEMENTED or not self.relays.links.supported(address)
+                    if answered or not over_grpc:
+                        await context.abort(failure.code, f"relayed to {where}: {failure.details}")
+            call = self.relays.channel(where).unary_stream(method)(
                 raw, metadata=relayed_metadata(context), timeout=relay_timeout(context))
             try:
                 async for chunk in call:

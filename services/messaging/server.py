@@ -117,7 +117,8 @@ class _MethodHandlers:
 
 def add_broker_port(server: grpc.aio.Server, replica, directory: BrokerDirectory, config: MessagingConfig, clock,
                     registry: ClientRegistry, relays: Relays, accounts: AccountSource | None = None,
-                    guard: RequestGuard | None = None, acting=lambda: False, access: ClientAccess | None = None) -> None:
+                    guard: RequestGuard | None = None, acting=lambda: False,
+                    access: ClientAccess | None = None) -> BrokerPortHandler:
     """One broker's own endpoint (services.messaging.broker_port): ``directory`` is pinned to
     the broker; ``registry`` is the container's (Telemetry streams on any endpoint reach it).
     Calls served here parse their requests behind the same guard as the client endpoint."""
@@ -129,3 +130,4 @@ def add_broker_port(server: grpc.aio.Server, replica, directory: BrokerDirectory
              for path, method in collected.handlers.items()}
     handler = BrokerPortHandler(replica, local, relays, config.broker_endpoint_hold_ms, time.monotonic, acting)
     server.add_generic_rpc_handlers((handler, _metrics_sink()))
+    return handler

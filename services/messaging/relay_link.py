@@ -23,7 +23,9 @@ Rules:
   otherwise), with :class:`RelayedContext` for the gRPC context: the caller's metadata and
   deadline; the peer is the relaying container's, as over a gRPC relay.
 * A link that fails fails its calls with UNAVAILABLE (the official clients retry); the next
-  call makes a new link.  A master's container that does not take relay links (it closes at
+  call makes a new link.  A call past its deadline ends DEADLINE_EXCEEDED (checked every
+  :data:`WATCH_INTERVAL_S`; its caller's own deadline usually ends it first), and a link on
+  which nothing arrived since such a call began is closed as dead.  A master's container that does not take relay links (it closes at
   the preamble) is asked over gRPC for :data:`UNSUPPORTED_RETRY_S`.  A streamed answer
   (ReceiveMessage) comes as one frame per response, then its status; Telemetry (both ways
   streamed) is relayed over gRPC.
@@ -46,6 +48,7 @@ from services.ha.wire import Link, WireError
 log = logging.getLogger(__name__)
 RELAY_PREAMBLE = b"RMRL\x01"
 CONNECT_TIMEOUT_S = 3.0
+WATCH_INTERVAL_S = 1.0   # how often a link's calls are checked against their deadlines
 UNSUPPORTED_RETRY_S = 60.0
 # (broker name, method path, streamed answer) -> the behaviour serving it on that group's
 # endpoint (a coroutine of the response's bytes, or for a stream an async iterator of them), or None
@@ -68,10 +71,37 @@ class _Connection:
     def __init__(self, address: str, link: Link):
         self.address, self.link = address, link
         self.calls: dict[int, asyncio.Future] = {}
+        self.deadlines: dict[int, tuple[float, float]] = {}   # call -> (started, deadline), monotonic s
         self.next_id = 1
         self.reader: asyncio.Task | None = None
+        self.watchdog: asyncio.Task | None = None
         self.failure: str | None = None
         self.answered = False   # a container that closes before any answer may not take relay links
+        self.heard = time.monotonic()
+        link.on_received = self._heard
+
+    def _heard(self) -> None:
+        self.heard = time.monotonic()
+
+    async def watch(self) -> None:
+        """Once a second: a call past its deadline ends DEADLINE_EXCEEDED; when nothing came
+        over the link since such a call began, the link is taken as dead (a master's host gone
+        without closing its connections) and closed, so the next call makes a new one.  No
+        timer per call."""
+        while self.failure is None:
+            await asyncio.sleep(WATCH_INTERVAL_S)
+            now = time.monotonic()
+            late = [(call_id, started) for call_id, (started, deadline) in self.deadlines.items() if now >= deadline]
+            for call_id, _ in late:
+                self.deadlines.pop(call_id, None)
+                waiter = self.calls.pop(call_id, None)
+                failure = RelayFailed(grpc.StatusCode.DEADLINE_EXCEEDED, f"no answer from {self.address} in time")
+                if isinstance(waiter, asyncio.Queue):
+                    waiter.put_nowait(failure)
+                elif waiter is not None and not waiter.done():
+                    waiter.set_exception(failure)
+            if any(self.heard < started for _, started in late):
+                self.fail("nothing heard before a call's deadline")
 
     async def read(self) -> None:
         try:
@@ -85,6 +115,8 @@ class _Connection:
                 waiter = self.calls.get(answer.id) if answer.more else self.calls.pop(answer.id, None)
                 if waiter is None:
                     continue
+                if not answer.more:
+                    self.deadlines.pop(answer.id, None)
                 if isinstance(waiter, asyncio.Queue):   # a stream: its responses, then its end
                     waiter.put_nowait(bytes(body) if answer.more else _status(answer))
                 elif waiter.done():
@@ -101,7 +133,7 @@ class _Connection:
 
     def fail(self, reason: str) -> None:
         self.failure = self.failure or reason
-        calls, self.calls = self.calls, {}
+        calls, self.calls, self.deadlines = self.calls, {}, {}
         lost = RelayFailed(grpc.StatusCode.UNAVAILABLE, f"relay link to {self.address} lost: {self.failure}")
         for waiter in calls.values():
             if isinstance(waiter, asyncio.Queue):
@@ -110,15 +142,19 @@ class _Connection:
                 waiter.set_exception(lost)
         self.link.shutdown()
 
-    def start(self, request: pb.RelayRequest, waiter) -> tuple[int, bytes]:
+    def start(self, request: pb.RelayRequest, waiter, timeout_s: float | None) -> tuple[int, bytes]:
         """A new call's number and its request frame's header; ``waiter`` gets its answers."""
         call_id, self.next_id = self.next_id, self.next_id + 1
         request.id = call_id
         self.calls[call_id] = waiter
+        if timeout_s is not None:
+            now = time.monotonic()
+            self.deadlines[call_id] = (now, now + timeout_s)
         return call_id, request.SerializeToString()
 
     def stop(self, call_id: int) -> None:
-        """The caller gave up on ``call_id``: ask the master's container to stop it."""
+        """The call ended here (a cancel to the master's container when it had not there)."""
+        self.deadlines.pop(call_id, None)
         if self.calls.pop(call_id, None) is not None and self.failure is None:
             asyncio.ensure_future(_quietly(self.link.send(pb.RelayRequest(id=call_id, cancel=True).SerializeToString())))
 
@@ -149,7 +185,7 @@ class RelayLinks:
         it ends the call (CancelledError here) and asks the master's container to stop it."""
         connection = await self._connection(address)
         future = asyncio.get_running_loop().create_future()
-        call_id, header = connection.start(_request(broker, method, metadata, timeout_s), future)
+        call_id, header = connection.start(_request(broker, method, metadata, timeout_s), future, timeout_s)
         watch(future)
         await self._send(connection, header, raw)
         try:
@@ -167,7 +203,7 @@ class RelayLinks:
         responses: asyncio.Queue = asyncio.Queue()
         request = _request(broker, method, metadata, timeout_s)
         request.stream = True
-        call_id, header = connection.start(request, responses)
+        call_id, header = connection.start(request, responses, timeout_s)
         await self._send(connection, header, raw)
         try:
             while True:
@@ -228,10 +264,13 @@ class RelayLinks:
                 raise
         connection = _Connection(address, link)
         connection.reader = asyncio.ensure_future(connection.read())
+        connection.watchdog = asyncio.ensure_future(connection.watch())
         old = self._links.get(address)
         self._links[address] = connection
-        if old is not None and old.reader is not None:
-            old.reader.cancel()
+        if old is not None:
+            for task in (old.reader, old.watchdog):
+                if task is not None:
+                    task.cancel()
         return connection
 
     def unsupported(self, address: str) -> None:
@@ -240,11 +279,12 @@ class RelayLinks:
 
     async def close(self) -> None:
         links, self._links = list(self._links.values()), {}
+        tasks = [task for c in links for task in (c.reader, c.watchdog) if task is not None]
+        for task in tasks:
+            task.cancel()
         for connection in links:
-            if connection.reader is not None:
-                connection.reader.cancel()
             await connection.link.aclose()
-        await asyncio.gather(*(c.reader for c in links if c.reader is not None), return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _request(broker: str, method: str, metadata, timeout_s: float | None) -> pb.RelayRequest:

@@ -225,3 +225,32 @@ def test_a_stream_whose_caller_goes_away_is_stopped_on_the_master():
             await links.close()
             await listener.stop()
     run(scenario())
+
+
+def test_a_link_that_answers_nothing_by_a_calls_deadline_is_closed_and_the_next_call_makes_a_new_one():
+    """A master's host gone without closing its connections: bytes go out, nothing comes back."""
+    async def scenario():
+        accepted = []
+
+        async def silent(reader, writer):
+            accepted.append(writer)
+            while await reader.read(65536):
+                pass
+        server = await asyncio.start_server(silent, "127.0.0.1", 0)
+        address = f"127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        links = RelayLinks()
+        try:
+            began = asyncio.get_running_loop().time()
+            with pytest.raises(RelayFailed) as failure:
+                await links.call(address, "broker-a", METHOD, b"x", (), 0.2)
+            assert failure.value.code is grpc.StatusCode.DEADLINE_EXCEEDED
+            assert asyncio.get_running_loop().time() - began < 3
+            with pytest.raises(RelayFailed):
+                await links.call(address, "broker-a", METHOD, b"y", (), 0.2)
+            assert len(accepted) == 2   # the silent link was closed; the second call made a new one
+        finally:
+            await links.close()
+            for writer in accepted:
+                writer.close()
+            server.close()
+    run(scenario())

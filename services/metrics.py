@@ -24,7 +24,8 @@ MESSAGES_RECEIVED = Counter("relaymq_messages_received", "Messages delivered by 
 MESSAGES_ACKED = Counter("relaymq_messages_acked", "Messages acknowledged", ["broker", "topic"], registry=REGISTRY)
 RPC_LATENCY = Histogram("relaymq_rpc_latency_seconds", "Client RPC latency by method", ["method"], buckets=_LATENCY_BUCKETS, registry=REGISTRY)
 RELAYED_CALLS = Counter("relaymq_relayed_calls", "Client calls a broker's own endpoint relayed to its group's master "
-                        "in another container", ["broker", "method"], registry=REGISTRY)
+                        "in another container (via: link, a relay link; grpc)", ["broker", "method", "via"],
+                        registry=REGISTRY)
 BACKLOG_PROBES = Counter("relaymq_backlog_probes", "Backlog questions this container asked other brokers while "
                          "receives waited here (one per broker and round)", ["broker"], registry=REGISTRY)
 RECEIVES_SENT_ELSEWHERE = Counter("relaymq_receives_sent_elsewhere", "Receives that found nothing here and ended their "

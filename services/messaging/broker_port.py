@@ -119,9 +119,8 @@ class BrokerPortHandler(grpc.GenericRpcHandler):
             behaviour = self._relayed_behaviours[key] = make(method, handler)
         return behaviour
 
-    def _relaying(self, method: str, where: str) -> str:
-        metrics.labelled(metrics.RELAYED_CALLS, self.replica.name, method.rsplit("/", 1)[-1]).inc()
-        return where
+    def _relaying(self, method: str, via: str) -> None:
+        metrics.labelled(metrics.RELAYED_CALLS, self.replica.name, method.rsplit("/", 1)[-1], via).inc()
 
     async def target(self, context) -> str:
         """LOCAL, or the endpoint to relay to; waits (bounded) while there is neither."""
@@ -148,7 +147,7 @@ class BrokerPortHandler(grpc.GenericRpcHandler):
             if where == LOCAL:
                 response = await handler.unary_unary(_parsed(handler, raw), context)
                 return handler.response_serializer(response)
-            relayed = await self._relay_unless_promoted(method, self._relaying(method, where), raw, context)
+            relayed = await self._relay_unless_promoted(method, where, raw, context)
             if relayed is not None:
                 return relayed
             response = await handler.unary_unary(_parsed(handler, raw), context)
@@ -164,9 +163,11 @@ class BrokerPortHandler(grpc.GenericRpcHandler):
         or timer per relayed call."""
         address = self.replica.relay_link_address()
         if address and self.relays.links.supported(address):
+            self._relaying(method, "link")
             outcome = await self._relay_over_link(address, method, where, raw, context)
             if outcome is not _OVER_GRPC:
                 return outcome
+        self._relaying(method, "grpc")
         call = self.relays.channel(where).unary_unary(method)(raw, metadata=relayed_metadata(context),
                                                               timeout=relay_timeout(context))
         promoted = False
@@ -229,9 +230,9 @@ class BrokerPortHandler(grpc.GenericRpcHandler):
                 async for response in handler.unary_stream(_parsed(handler, raw), context):
                     yield handler.response_serializer(response)
                 return
-            self._relaying(method, where)
             address = self.replica.relay_link_address()
             if address and self.relays.links.supported(address):
+                self._relaying(method, "link")
                 answered = False
                 try:
                     async for chunk in self.relays.links.stream(address, self.replica.name, method, raw,
@@ -243,6 +244,7 @@ class BrokerPortHandler(grpc.GenericRpcHandler):
                     over_grpc = failure.code is grpc.StatusCode.UNIMPLEMENTED or not self.relays.links.supported(address)
                     if answered or not over_grpc:
                         await context.abort(failure.code, f"relayed to {where}: {failure.details}")
+            self._relaying(method, "grpc")
             call = self.relays.channel(where).unary_stream(method)(
                 raw, metadata=relayed_metadata(context), timeout=relay_timeout(context))
             try:
@@ -261,7 +263,8 @@ class BrokerPortHandler(grpc.GenericRpcHandler):
                 async for response in handler.stream_stream(parsed, context):
                     yield handler.response_serializer(response)
                 return
-            call = self.relays.channel(self._relaying(method, where)).stream_stream(method)(
+            self._relaying(method, "grpc")
+            call = self.relays.channel(where).stream_stream(method)(
                 request_iterator, metadata=relayed_metadata(context), timeout=relay_timeout(context))
             try:
                 async for chunk in call:

@@ -66,7 +66,7 @@ class Gate:
 
 def _relay(channel: grpc.aio.Channel, kind: str, method: str, request, response_cls):
     """The call to the target, and until when a not-yet-serving target is asked again."""
-    metrics.labelled(metrics.RELAYED_CALLS, "moved", method).inc()
+    metrics.labelled(metrics.RELAYED_CALLS, "moved", method, "grpc").inc()
     call = getattr(channel, kind)(SERVICE + method, request_serializer=type(request).SerializeToString,
                                   response_deserializer=response_cls.FromString)
     return call, time.monotonic() + HOLD_S

@@ -181,13 +181,15 @@ def test_elect_master_moves_who_serves(cluster, tmp_path):
     assert counts.reorders() == 0
 
 
-def _relayed(port: int) -> float:
-    """relaymq_relayed_calls_total of the container whose metrics listen on ``port``."""
+def _relayed(port: int, method: str = "", via: str = "") -> float:
+    """relaymq_relayed_calls_total of the container whose metrics listen on ``port`` (of one
+    method and path when given)."""
     import re
     import urllib.request
 
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-    return sum(float(m.group(1)) for m in re.finditer(r"relaymq_relayed_calls_total\{[^}]*\} (\S+)", text))
+    return sum(float(m.group(2)) for m in re.finditer(r"relaymq_relayed_calls_total\{([^}]*)\} (\S+)", text)
+               if (not method or f'method="{method}"' in m.group(1)) and (not via or f'via="{via}"' in m.group(1)))
 
 
 def test_after_a_failback_clients_come_back_to_the_masters_own_endpoint(tmp_path):
@@ -220,6 +222,9 @@ def test_after_a_failback_clients_come_back_to_the_masters_own_endpoint(tmp_path
         # connection last aged out, so count both.
         relayed = lambda: _relayed(metrics[0]) + _relayed(metrics[1])  # noqa: E731
         wait_for(lambda: relayed() > 0, 10, "some calls reached a replica that is not master and were relayed")
+        sends = lambda via: sum(_relayed(port, "SendMessage", via) for port in metrics)  # noqa: E731
+        wait_for(lambda: sends("link") > 0, 10, "sends relayed over a relay link")
+        assert sends("grpc") == 0, "a send relayed over gRPC although the master's container takes relay links"
 
         def relaying_stopped() -> bool:
             before = relayed()

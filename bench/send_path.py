@@ -125,7 +125,6 @@ def thread_cpu(thread: threading.Thread) -> float:
 
 def replicated(args) -> tuple[list[dict], list]:
     """--replicated: per call, the master's loop, the slave's loop and the other threads (us)."""
-    from services.messaging.servicer import MessagingService
     from tests.support.inprocess_container import InProcessContainer
 
     ha = {"flushDiskType": "SYNC_FLUSH", "totalReplicas": 2, "inSyncReplicas": 2, "minInSyncReplicas": 2}
@@ -137,11 +136,7 @@ def replicated(args) -> tuple[list[dict], list]:
                                                                    "brokerRole": "SLAVE", **ha}],
                                    namesrv_port=master.spec.namesrv_port, uvloop=True)
         try:
-            container = master.container
-            master.background.run(_create_topic(container))
-            service = MessagingService(container.directory, container.messaging, container.clock,
-                                       container.directory.registry)
-            context = Context()
+            service, context = _service(master), Context()
             _wait_replicating(master, service, context)
             loops = (master.background.thread, slave.background.thread)
             for number in range(args.rounds):
@@ -225,18 +220,13 @@ def main() -> None:
             print(f"--- {name} loop")
             _print_profile(profile, args.calls, args.profile)
         return
-    from services.messaging.servicer import MessagingService
     from tests.support.inprocess_container import InProcessContainer
 
     with tempfile.TemporaryDirectory(prefix="send-path-") as data:
         node = InProcessContainer(Path(data), brokers=[{"brokerName": "broker-a", "flushDiskType": args.flush}],
                                   uvloop=True)
         try:
-            container = node.container
-            node.background.run(_create_topic(container))
-            service = MessagingService(container.directory, container.messaging, container.clock,
-                                       container.directory.registry)
-            context = Context()
+            service, context = _service(node), Context()
             figures = []
             for number in range(args.rounds):
                 calls = requests("t", args.calls, args.batch)
@@ -270,6 +260,14 @@ def _print_profile(profile, calls: int, top: int) -> None:
     for (path, line, name), (_, ncalls, own, cumulative, _) in rows:
         where = f"{Path(path).parent.name}/{Path(path).name}:{line}" if line else path
         print(f"  {own / calls * 1e6:6.2f} {cumulative / calls * 1e6:7.2f}  {ncalls / calls:5.1f}  {name}  {where}")
+
+
+def _service(node):
+    """The client protocol's servicer over ``node``'s container, topic ``t`` created on its broker."""
+    from services.messaging.servicer import MessagingService
+    container = node.container
+    node.background.run(_create_topic(container))
+    return MessagingService(container.directory, container.messaging, container.clock, container.directory.registry)
 
 
 async def _create_topic(container) -> None:

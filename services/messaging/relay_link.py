@@ -307,6 +307,12 @@ class _Aborted(Exception):
         self.code, self.details = code, details
 
 
+def grpc_peer(address: str) -> str:
+    """``host:port`` as gRPC names a peer: ``ipv4:127.0.0.1:5432``, ``ipv6:[::1]:5432``."""
+    host, _, port = address.rpartition(":")
+    return f"ipv6:[{host}]:{port}" if ":" in host else f"ipv4:{host}:{port}"
+
+
 class RelayedContext:
     """What the servicer asks of a gRPC context, for a call that came over a relay link."""
 
@@ -329,7 +335,7 @@ class RelayedContext:
 async def serve_relay_link(link: Link, dispatch: Dispatch) -> None:
     """The master container's side of one relay link (after its preamble and proof): every
     call served as on its group's endpoint, answered in the order they end."""
-    peer = f"ipv4:{link.peer}"
+    peer = grpc_peer(link.peer)
     running: dict[int, asyncio.Task] = {}
 
     async def answer(call_id: int, code: grpc.StatusCode, details: str = "", body: bytes = b"",

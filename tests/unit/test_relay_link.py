@@ -254,3 +254,10 @@ def test_a_link_that_answers_nothing_by_a_calls_deadline_is_closed_and_the_next_
                 writer.close()
             server.close()
     run(scenario())
+
+
+def test_the_peer_of_a_relayed_call_is_named_as_grpc_names_it():
+    from services.messaging.relay_link import grpc_peer
+    from services.request_guard import peer_host
+    assert grpc_peer("127.0.0.1:5432") == "ipv4:127.0.0.1:5432" and peer_host(grpc_peer("127.0.0.1:5432")) == "127.0.0.1"
+    assert grpc_peer("::1:5432") == "ipv6:[::1]:5432" and peer_host(grpc_peer("::1:5432")) == "[::1]"

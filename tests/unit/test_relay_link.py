@@ -72,9 +72,10 @@ def test_a_call_past_its_deadline_is_deadline_exceeded_and_a_cancel_stops_it_on_
     stopped = asyncio.Event
 
     async def scenario():
-        cancelled = stopped()
+        cancelled, reached = stopped(), stopped()
 
         async def hang(raw: bytes, context) -> bytes:
+            reached.set()
             try:
                 await asyncio.sleep(30)
             except asyncio.CancelledError:
@@ -89,8 +90,9 @@ def test_a_call_past_its_deadline_is_deadline_exceeded_and_a_cancel_stops_it_on_
                 await links.call(address, "broker-a", METHOD, b"x", (), 0.2)
             assert failure.value.code is grpc.StatusCode.DEADLINE_EXCEEDED
             cancelled.clear()
+            reached.clear()
             call = asyncio.ensure_future(links.call(address, "broker-a", METHOD, b"y", (), None))
-            await asyncio.sleep(0.1)
+            await asyncio.wait_for(reached.wait(), 5)   # the master's container is serving it
             call.cancel()
             await asyncio.wait_for(cancelled.wait(), 5)   # the master's container stopped serving it
         finally:

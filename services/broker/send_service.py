@@ -2,9 +2,11 @@
 
 Rules:
 - The topic must exist (or be auto-created), be writable and accept the message type.
-- Queue choice: round robin over the write queues; FIFO maps the message group to a queue
-  with a stable hash (CRC32, the same across restarts and processes), so one group's
-  messages stay in one queue in send order.
+- Queue choice: round robin over the write queues, one turn per request: the NORMAL
+  messages of one request go to one queue, as upstream's proxy sends a request's messages as
+  one batch to the queue it selected (so a batch is one consume-queue write, not one per
+  queue); FIFO maps the message group to a queue with a stable hash (CRC32, the same across
+  restarts and processes), so one group's messages stay in one queue in send order.
 - DELAY needs a delivery timestamp at most ``maxDelayTimeMills`` ahead (else
   ILLEGAL_DELIVERY_TIME); one already due is stored directly.  TRANSACTION goes to the half
   topic.  Everything else is put as is.
@@ -176,6 +178,7 @@ class SendService:
     def _placed_run(self, items: Sequence[SendItem], now_ms: int) -> list[MessageDraft]:
         """:meth:`_placed` of each item; the topic is looked up once per (topic, type)."""
         configs: dict[tuple[str, str], TopicConfig] = {}
+        normal_queues: dict[str, int] = {}  # topic -> the one queue of this run's NORMAL messages
         placed = []
         for item in items:
             draft, message_type = item.draft, item.message_type
@@ -191,7 +194,13 @@ class SendService:
                     properties[Prop.MESSAGE_GROUP] = item.message_group
                 draft = MessageDraft.trusted(draft.topic, draft.queue_id, draft.body, draft.born_timestamp_ms,
                                              draft.born_host, properties, draft.user_properties)
-            placed.append(draft.placed(self._queue(topic, item)))
+            if message_type is _NORMAL:
+                queue = normal_queues.get(draft.topic)
+                if queue is None:
+                    queue = normal_queues[draft.topic] = self._queue(topic, item)
+            else:
+                queue = self._queue(topic, item)
+            placed.append(draft.placed(queue))
         return placed
 
     async def _send_one(self, item: SendItem) -> SendOutcome:

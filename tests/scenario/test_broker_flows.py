@@ -13,6 +13,7 @@ from scheduler.clock import ManualClock
 from services.broker.api import FilterExpression, FilterType, ReceiveRequest, SendItem
 from services.broker.broker import Broker, Unreplicated
 from services.broker.config import BrokerConfig
+from services.broker.send_service import fifo_queue
 from store.config import FlushDiskType, StoreConfig
 from store.message_store import MessageStore
 
@@ -116,6 +117,31 @@ def test_a_batch_is_one_put_in_order_and_duplicates_inside_it_or_in_flight_are_n
         assert [o.queue_offset for o in first] == [0, 1, 2, 3, 4, 1] and first[5] == first[1] and retry == [first[3]]
         got = await harness.receive("G", "T")
         assert [d.message.body for d in got] == [b"A", b"B", b"C", b"D", b"E"]
+        await harness.stop()
+    run(scenario())
+
+
+def test_the_normal_messages_of_one_request_share_one_queue_and_requests_take_turns(harness):
+    """As upstream's proxy: a request's NORMAL messages are one batch to the queue selected for
+    it; the next request goes to the next queue; FIFO messages keep their group's queue."""
+    async def scenario():
+        broker = await _with_topic(harness, queues=4)
+        await broker.upsert_topic(TopicConfig("F", 4, 4, message_type="FIFO"))
+        counter = iter(range(1000))
+
+        def item(topic="T", kind=MessageType.NORMAL, group=None):
+            draft = MessageDraft(topic, -1, b"x", 0, properties={Prop.MESSAGE_ID: f"Q{next(counter)}"})
+            return SendItem(draft, kind, group)
+        queues = []
+        for _ in range(5):
+            outcomes = await broker.send([item() for _ in range(6)])
+            assert len({o.queue_id for o in outcomes}) == 1
+            assert [o.queue_offset for o in outcomes] == list(range(outcomes[0].queue_offset, outcomes[0].queue_offset + 6))
+            queues.append(outcomes[0].queue_id)
+        assert queues == [0, 1, 2, 3, 0]
+        fifo = await broker.send([item("F", MessageType.FIFO, group) for group in ("g1", "g2", "g3", "g1")])
+        expected = [fifo_queue(group, 4) for group in ("g1", "g2", "g3", "g1")]
+        assert [o.queue_id for o in fifo] == expected and len(set(expected)) > 1
         await harness.stop()
     run(scenario())
 

@@ -17,12 +17,6 @@ Rules:
   Recovery's cut drops the zeros too; they are written again with the next record.
 * A segment sealed by a takeover (store.ownership: another owner's, read up to where it was
   sealed) ends there: the scan goes on at the next segment, as after a BLANK.
-* The messages this log appended last (up to ``RECENT_BYTES`` of records) are kept decoded:
-  a consumer reading right behind its producers, the usual case, gets them without a read
-  and a decode (a third of a receive's Python).  Only appends add to them; a cut, and any
-  other move of the log's end but an append (a slave's copied run, an empty log moved), drop
-  them all; a read below the first segment (retention) or past the end is refused as before.
-  What is kept is what was written, the same values a decode of those bytes gives.
 * Replication moves whole records only: :meth:`read_raw` returns whole records (the slave
   checks them against the master's index, store.replica_index, before anything is
   written), :meth:`cut` fsyncs.
@@ -30,12 +24,9 @@ Rules:
 from __future__ import annotations
 
 import struct
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
-
-from metadata.message import StoredMessage
+from typing import Callable, Iterable
 
 from store import record
 from store.record import BLANK_SIZE, HEADER_SIZE, Invalid, Kind, RecordInfo
@@ -44,7 +35,6 @@ from store.segmented_file import SegmentedFile
 SCAN_CHUNK_BYTES = 4 << 20
 ZERO_AHEAD_BYTES = 4 << 20
 READ_SPAN_MAX_BYTES = 1 << 20  # read_messages: records this close share one read
-RECENT_BYTES = 16 << 20  # the last appended records kept decoded (their sizes on disk)
 
 
 @dataclass(frozen=True)
@@ -60,35 +50,7 @@ class CommitLog:
         self.files.zero_ahead = ZERO_AHEAD_BYTES
         self.segment_size = segment_size
         starts = self.files.starts()
-        self._write_offset = starts[0] if starts else 0  # set properly by recovery
-        self._recent: OrderedDict[int, StoredMessage] = OrderedDict()  # commit offset -> message, oldest first
-        self._recent_bytes = 0
-
-    @property
-    def write_offset(self) -> int:
-        return self._write_offset
-
-    @write_offset.setter
-    def write_offset(self, offset: int) -> None:
-        """The log's end moved other than by an append: what was kept decoded is forgotten."""
-        self._write_offset = offset
-        self.forget_recent()
-
-    def forget_recent(self) -> None:
-        self._recent.clear()
-        self._recent_bytes = 0
-
-    def remember(self, messages: Sequence[StoredMessage]) -> None:
-        """Keep the messages :meth:`append` just wrote, as written (their commit offsets and sizes
-        are the records'), dropping the oldest past ``RECENT_BYTES``."""
-        recent = self._recent
-        added = 0
-        for message in messages:
-            recent[message.commit_offset] = message
-            added += message.size
-        self._recent_bytes += added
-        while self._recent_bytes > RECENT_BYTES and recent:
-            self._recent_bytes -= recent.popitem(last=False)[1].size
+        self.write_offset = starts[0] if starts else 0  # set properly by recovery
 
     @property
     def min_offset(self) -> int:
@@ -130,7 +92,7 @@ class CommitLog:
             offsets.append(offset)
             offset += size
         self._write(chunk_start, chunk)
-        self._write_offset = offset  # not the setter: an append keeps what is kept decoded
+        self.write_offset = offset
         return offsets
 
     def _write(self, start: int, parts: list[bytes]) -> None:
@@ -145,11 +107,8 @@ class CommitLog:
 
     def read_message(self, offset: int, size: int | None = None):
         """The message at ``offset`` (checked and decoded), or None if there is none."""
-        if offset < self.min_offset or offset >= self._write_offset:
+        if offset < self.min_offset or offset >= self.write_offset:
             return None
-        kept = self._recent.get(offset)
-        if kept is not None and (size is None or kept.size == size):
-            return kept
         if size is None:
             size = record.declared_size(self.files.read(offset, 4))
         data = self.read(offset, size)
@@ -164,10 +123,6 @@ class CommitLog:
         was 32 preads, a system call each)."""
         if len(spans) < 2:
             return [self.read_message(offset, size) for offset, size in spans]
-        if self._recent and spans[0][0] in self._recent:  # right behind the producers: kept decoded
-            kept = self._kept(spans)
-            if kept is not None:
-                return kept
         low = min(offset for offset, _ in spans)
         high = max(offset + size for offset, size in spans)
         if (high - low > READ_SPAN_MAX_BYTES or low < self.min_offset or high > self.write_offset
@@ -180,18 +135,6 @@ class CommitLog:
         for offset, size in spans:
             decoded = record.decode(data, offset - low, offset, self.room(offset))
             found.append(None if isinstance(decoded, Invalid) or decoded.size != size else decoded)
-        return found
-
-    def _kept(self, spans: list[tuple[int, int]]) -> list | None:
-        """Every span's message from those kept decoded, or None if one is not kept."""
-        if min(offset for offset, _ in spans) < self.min_offset:  # retention removed its segment
-            return None
-        get, found = self._recent.get, []
-        for offset, size in spans:
-            kept = get(offset)
-            if kept is None or kept.size != size:
-                return None
-            found.append(kept)
         return found
 
     def info_at(self, offset: int) -> RecordInfo | Invalid:
@@ -281,7 +224,7 @@ class CommitLog:
         removed = sum(self.files.file_length(start) - max(0, offset - start)
                       for start in self.files.starts() if start + self.files.file_length(start) > offset)
         self.files.truncate(offset)
-        self.write_offset = offset  # forgets what was kept decoded
+        self.write_offset = offset
         return removed
 
 

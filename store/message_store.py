@@ -197,7 +197,7 @@ class MessageStore(Reader):
         waiter = self._loop.create_future()
         self._pending.extend(pending)
         self._waiters.append((self._log.write_offset, waiter))
-        self._flush.wake_soon(self._loop)
+        self._flush.wake()
         # a timer handle, not wait_for + shield (a task and two futures per put on the hot path)
         timeout = self._loop.call_later(self.config.sync_flush_timeout_ms / 1000, _time_out, waiter,
                                         self.config.sync_flush_timeout_ms)
@@ -253,7 +253,6 @@ class MessageStore(Reader):
             stored.append(trusted(draft, commit_offset, size, queue_offset, now))
             entry = encode_entry(commit_offset, size, tag_hash(draft.properties.get(Prop.TAG)))
             pending.append((commit_offset + size, draft.topic, queue_id, queue_offset, entry))
-        self._log.remember(stored)  # readers right behind the writers skip the read and the decode
         return stored, pending
 
     def _index(self, pending: Sequence[Pending]) -> None:

@@ -2,8 +2,7 @@
 
 Rules: reads go through consume queues bounded by the queue's [min, max), then check every
 record's CRC and position before serving it; a record that fails is skipped and logged, never
-served.  The records appended last are served as they were written, kept decoded by the
-commit log (store.commit_log), without reading them back.  Tag filtering compares consume-queue tag codes and skips without reading the log.
+served.  Tag filtering compares consume-queue tag codes and skips without reading the log.
 A get examines at most ``maxGetScanEntries`` entries and returns at least one message if one
 is found even when it exceeds ``max_bytes``.  With replication, the read limit (the confirm
 offset, set by the replication driver with ``set_read_limit``; None: no limit) caps what

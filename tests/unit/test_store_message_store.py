@@ -417,7 +417,6 @@ def test_get_reads_neighbouring_records_at_once_and_still_skips_a_corrupt_one(tm
         assert [m.message_id for m in got.messages] == [m.message_id for m in ours]
         assert got.messages == [store.read_at(m.commit_offset) for m in ours]
         victim = ours[3]
-        store._log.forget_recent()  # what was just written is kept decoded: read these from the disk
         segment = tmp_path / "commitlog" / segments(tmp_path)[0]
         with open(segment, "r+b") as handle:  # flip one body byte: the record's CRC no longer matches
             handle.seek(victim.commit_offset + victim.size - 10)
@@ -428,48 +427,6 @@ def test_get_reads_neighbouring_records_at_once_and_still_skips_a_corrupt_one(tm
         assert [m.queue_offset for m in got.messages] == [0, 1, 2, 4, 5, 6, 7, 8] and got.next_offset == 9
         store.shutdown()
     run(scenario())
-
-
-def test_messages_read_right_behind_the_writes_are_the_decoded_records_and_a_cut_forgets_them(tmp_path):
-    """store.commit_log keeps the records it appended last decoded: what a get serves from them
-    equals what decoding the disk's bytes gives; a cut, or retention's removal of a segment,
-    stops them being served; past RECENT_BYTES the oldest are dropped."""
-    from store import commit_log
-
-    async def scenario():
-        store = make(tmp_path)
-        store.start()
-        stored = await store.put([draft(i, queue_id=0) for i in range(60)])
-        log_ = store._log
-        kept = store.get("T", 0, 0, 60).messages
-        assert all(a is b for a, b in zip(kept, stored))  # served from memory, not decoded again
-        log_.forget_recent()
-        decoded = store.get("T", 0, 0, 60).messages
-        assert decoded == kept and not any(a is b for a, b in zip(decoded, kept))
-        assert [log_.read_message(m.commit_offset, m.size) for m in stored[:3]] == decoded[:3]
-        log_.remember(stored)
-        log_.cut(stored[30].commit_offset)
-        assert log_.read_message(stored[40].commit_offset, stored[40].size) is None
-        assert log_.read_messages([(m.commit_offset, m.size) for m in stored[10:20]]) == decoded[10:20]
-        log_.remember(stored[:30])
-        first = log_.files.starts()[0]
-        log_.files.delete_segment(first)  # as retention does: the first segment's records are gone
-        assert log_.read_message(stored[0].commit_offset, stored[0].size) is None
-        assert log_.read_messages([(m.commit_offset, m.size) for m in stored[:3]]) == [None] * 3
-        store.shutdown()
-    run(scenario())
-    bound = commit_log.RECENT_BYTES
-    try:
-        commit_log.RECENT_BYTES = 3000
-        store = make(tmp_path / "bounded")
-        store.start()
-        stored = run(store.put([draft(i, queue_id=0) for i in range(20)]))
-        recent = store._log._recent
-        assert list(recent) == [m.commit_offset for m in stored][-len(recent):]
-        assert sum(m.size for m in recent.values()) <= 3000 < sum(m.size for m in stored[-len(recent) - 1:])
-        store.shutdown()
-    finally:
-        commit_log.RECENT_BYTES = bound
 
 
 def test_messages_from_counts_entries_at_or_past_a_commit_offset(tmp_path):
@@ -483,20 +440,3 @@ def test_messages_from_counts_entries_at_or_past_a_commit_offset(tmp_path):
         assert store.messages_from(store.commit_log_max_offset) == 0
     finally:
         store.shutdown()
-
-
-def test_sync_flush_puts_of_one_loop_pass_share_one_wake_of_the_flush_thread(tmp_path):
-    """Waking the waiting flush thread costs the loop tens of microseconds on a VM: the puts one
-    pass of the loop makes (concurrent calls served together) wake it once, and all complete."""
-    async def scenario():
-        store = make(tmp_path)
-        store.start()
-        wakes = []
-        real_wake = store._flush.wake
-        store._flush.wake = lambda: (wakes.append(1), real_wake())[1]
-        stored = await asyncio.gather(*(store.put([draft(i)]) for i in range(16)))
-        assert len(wakes) == 1 and [s[0].queue_offset for s in stored] == list(range(16))
-        await store.put([draft(16)])
-        assert len(wakes) == 2 and store.flushed_offset == store.commit_log_max_offset
-        store.shutdown()
-    run(scenario())

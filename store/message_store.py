@@ -197,7 +197,7 @@ class MessageStore(Reader):
         waiter = self._loop.create_future()
         self._pending.extend(pending)
         self._waiters.append((self._log.write_offset, waiter))
-        self._flush.wake()
+        self._flush.wake_soon(self._loop)
         # a timer handle, not wait_for + shield (a task and two futures per put on the hot path)
         timeout = self._loop.call_later(self.config.sync_flush_timeout_ms / 1000, _time_out, waiter,
                                         self.config.sync_flush_timeout_ms)

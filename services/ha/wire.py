@@ -23,7 +23,11 @@ Rules:
   wait to be taken, so a slow reader still paces its peer through TCP.
 * Frames go out whole and in the order their sends started (the transport's order); a send
   waits only while more than :data:`WRITE_AHEAD_BYTES` are not yet with the kernel (a slow
-  peer paces its sender).  A receive cancelled while it waits takes nothing from the stream.
+  peer paces its sender).  A frame sent with ``held=True`` (more follow at once) may wait
+  for the end of the event loop's pass, to go to the kernel with the frames after it in one
+  system call (up to :data:`CORK_BYTES`; past it, or at the next frame sent without it, at
+  once): a relayed receive streamed 32 messages as 32 frames, 32 sends and as many wake-ups
+  of the peer.  A receive cancelled while it waits takes nothing from the stream.
   :meth:`Link.shutdown` ends pending and later sends and receives at once, dropping what was
   not sent (a tick that found the peer silent); :meth:`Link.aclose` first lets the bytes
   already sent go out (a refusal sent just before the close arrives), within
@@ -48,6 +52,7 @@ DIRECT_BODY_BYTES = 256 * 1024         # a body at least this large is received 
 READ_AHEAD_BYTES = 8 * 1024 * 1024     # whole frames waiting to be taken before reading pauses
 WRITE_AHEAD_BYTES = 1024 * 1024        # bytes not yet with the kernel before a send waits
 CLOSE_FLUSH_S = 5.0                    # a closed link's last bytes go out within this, or are dropped
+CORK_BYTES = 64 * 1024                 # frames sent in one loop pass are held up to this, then written together
 
 
 class WireError(Exception):
@@ -92,6 +97,8 @@ class Link:
         self._transport: asyncio.Transport | None = None
         self._starting: asyncio.Future | None = None
         self._receiver = _Receiver(self)
+        self._corked: list | None = None  # small frames of this loop pass, not yet given to the transport
+        self._corked_bytes = 0
         self._busy = 0              # sends and receives under way
         self._idle = asyncio.Event()
         self._idle.set()
@@ -104,13 +111,14 @@ class Link:
             name = ""
         self.peer = f"{name[0]}:{name[1]}" if isinstance(name, tuple) else (str(name) or "?")
 
-    async def send(self, header: bytes, body: bytes | memoryview = b"") -> None:
-        """One frame, after every frame whose send started before it; OSError when the connection is gone."""
+    async def send(self, header: bytes, body: bytes | memoryview = b"", held: bool = False) -> None:
+        """One frame, after every frame whose send started before it; OSError when the connection is gone.
+        ``held``: more frames follow in this loop pass; this one may wait for them (see above)."""
         prefix = frame_prefix(len(header), len(body))
         if len(header) + len(body) <= self.SMALL_FRAME:
-            await self._io(self._send((b"".join((prefix, header, body)),)))
+            await self._io(self._send((b"".join((prefix, header, body)),), held))
         else:
-            await self._io(self._send((prefix + header, body) if body else (prefix + header,)))
+            await self._io(self._send((prefix + header, body) if body else (prefix + header,), False))
 
     async def send_preamble(self, preamble: bytes = PREAMBLE) -> None:
         assert len(preamble) == len(PREAMBLE)
@@ -144,6 +152,7 @@ class Link:
         self._closed = True
         transport = self._transport
         if transport is not None and not self._broken:
+            self._uncork()
             self._broken = True
             transport.close()   # what is buffered goes first, then the socket closes
             asyncio.get_running_loop().call_later(CLOSE_FLUSH_S, transport.abort)   # a peer that never reads
@@ -185,15 +194,34 @@ class Link:
                 transport.abort()
         return transport
 
-    async def _send(self, parts: tuple) -> None:
+    async def _send(self, parts: tuple, held: bool = False) -> None:
         transport = await self._started(preamble=False)
         receiver = self._receiver
         if self._broken or receiver.lost is not None:
             raise ConnectionAbortedError("the replication link was shut down")
-        for part in parts:
-            transport.write(part)
+        corked = self._corked
+        if held:
+            if corked is None:
+                corked = self._corked = []
+                asyncio.get_running_loop().call_soon(self._uncork)
+            corked.extend(parts)
+            self._corked_bytes += sum(len(part) for part in parts)
+            if self._corked_bytes >= CORK_BYTES:
+                self._uncork()
+        elif corked:
+            corked.extend(parts)
+            self._uncork()
+        else:
+            for part in parts:
+                transport.write(part)
         if receiver.write_paused:
             await receiver.drained()
+
+    def _uncork(self) -> None:
+        """Give the frames held in this pass to the transport, in one system call."""
+        corked, self._corked, self._corked_bytes = self._corked, None, 0
+        if corked and not self._broken and self._transport is not None:
+            self._transport.writelines(corked)
 
     async def _receive(self, preamble: tuple[bytes, ...] = ()):
         """The next frame; with ``preamble`` (the accepted ones), the preamble instead."""

@@ -341,8 +341,8 @@ async def serve_relay_link(link: Link, dispatch: Dispatch) -> None:
     async def answer(call_id: int, code: grpc.StatusCode, details: str = "", body: bytes = b"",
                      more: bool = False) -> None:
         response = pb.RelayResponse(id=call_id, code=code.value[0], details=details, more=more)
-        try:
-            await link.send(response.SerializeToString(), body)
+        try:  # a stream's messages are held to go out together (services.ha.wire); its end is not
+            await link.send(response.SerializeToString(), body, held=more)
         except OSError:
             pass
 

@@ -201,3 +201,43 @@ def test_a_peer_that_does_not_take_its_frames_pauses_the_sender():
         await a.aclose()
         await b.aclose()
     run(scenario())
+
+
+def test_held_frames_go_out_together_at_the_end_of_the_pass_in_order():
+    """A relayed stream's messages are sent held: the frames of one loop pass reach the kernel in
+    one write, before the pass's next unheld frame and in send order; a held frame with nothing
+    after it still goes out once the pass ends."""
+    async def scenario():
+        a, b = await pair()
+        await a.send(b"warm")  # the transport exists from here
+        assert await b.receive() == (b"warm", b"")
+        writes = []
+
+        class Counting:  # the loop's transports are C types: counted through a proxy
+            def __init__(self, transport):
+                self._transport = transport
+
+            def write(self, data):
+                writes.append(1)
+                self._transport.write(data)
+
+            def writelines(self, parts):
+                writes.append(len(parts))
+                self._transport.writelines(parts)
+
+            def __getattr__(self, name):
+                return getattr(self._transport, name)
+        a._transport = Counting(a._transport)
+        for number in range(5):
+            await a.send(b"held", bytes([number]), held=True)
+        assert writes == []  # still held: the pass is not over
+        await a.send(b"end")
+        assert writes == [6]
+        got = [await b.receive() for _ in range(6)]
+        assert got == [(b"held", bytes([n])) for n in range(5)] + [(b"end", b"")]
+        await a.send(b"last", held=True)
+        assert await asyncio.wait_for(b.receive(), 5) == (b"last", b"")
+        assert writes == [6, 1]
+        await a.aclose()
+        await b.aclose()
+    run(scenario())

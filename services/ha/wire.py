@@ -52,7 +52,7 @@ DIRECT_BODY_BYTES = 256 * 1024         # a body at least this large is received 
 READ_AHEAD_BYTES = 8 * 1024 * 1024     # whole frames waiting to be taken before reading pauses
 WRITE_AHEAD_BYTES = 1024 * 1024        # bytes not yet with the kernel before a send waits
 CLOSE_FLUSH_S = 5.0                    # a closed link's last bytes go out within this, or are dropped
-CORK_BYTES = 64 * 1024                 # frames sent in one loop pass are held up to this, then written together
+CORK_BYTES = 64 * 1024                 # held frames (send(held=True)) wait up to this much, then go out together
 
 
 class WireError(Exception):

@@ -14,7 +14,8 @@ Rules:
 - ``resume`` (a cancelled move): a broker still served here notes the epoch; one released for
   that move is taken over again at that epoch (the target was never asked to open).
 - Calls that still reach this container for a broker it released are relayed to the move's
-  target (``moved_to``, services.messaging).
+  target (``moved_to``, services.messaging); so are those for a broker taken over while this
+  container could not release it (stopped, cut off): the store's newest claim names the owner.
 - A broker opened here by a move is remembered in ``{storePathRootDir}/moved-in.json`` (its
   keys; written atomically, fsynced) until it is released again, so the container serves it
   after a restart although its file does not name it (:meth:`ContainerMoves.moved_in_specs`);
@@ -40,7 +41,7 @@ from proto import controller_pb2 as cpb
 from services.messaging.moved_relay import Gate
 from services.reassign.service import MoveRefused
 from store.ownership import LedgerError
-from store.ownership_files import check_shared_store
+from store.ownership_files import check_shared_store, read_ledger
 from store.takeover import take_over
 
 if TYPE_CHECKING:
@@ -156,6 +157,22 @@ class ContainerMoves:
         log.warning("%s: released for a move at ownership epoch %d (store closed at %d)%s", spec.canonical_name, epoch,
                     end, f"; its calls are relayed to {target_endpoint}" if target_endpoint else "")
         return end, dict(spec.values)
+
+    def relay_taken_over(self, hosted) -> str:
+        """A broker another container took over without this one's release (it was stopped or cut
+        off while the move went on, and found itself fenced): its calls are relayed to the owner
+        the store's newest claim names, as after a release.  Answers that owner ("" if none)."""
+        try:
+            owner = read_ledger(hosted.spec.store.store_path_root_dir).newest.owner
+        except (OSError, LedgerError) as unreadable:
+            log.warning("%s: the store's claims cannot be read (%s): its calls are not relayed",
+                        hosted.spec.canonical_name, unreadable)
+            return ""
+        if not owner or owner == self.container.identity:
+            return ""
+        self.moved_to[hosted.name] = (owner, frozenset(hosted.broker.topics.table.topics))
+        self._gates.setdefault(owner, Gate())
+        return owner
 
     async def _open(self, broker_name: str, epoch: int, values: dict, handed_end: int | None = None) -> tuple[int, int]:
         opened = self._opened.get(broker_name)

@@ -422,11 +422,14 @@ class BrokerContainer:
 
     async def _drop_taken_over(self) -> None:
         """A broker on shared storage whose store another container took over (docs/reassign.md,
-        fencing rule 5) is no longer served here: unregistered and closed, its store untouched."""
+        fencing rule 5) is no longer served here: unregistered and closed, its store untouched;
+        its calls are relayed to the new owner (clients refresh routes every 30 s)."""
         for hosted in list(self.hosted.values()):
             why = hosted.store.fenced() if hosted.spec.store.shared_storage else None
             if why is not None:
-                log.warning("%s: %s; no longer served here", hosted.spec.canonical_name, why)
+                owner = self.moves.relay_taken_over(hosted)
+                log.warning("%s: %s; no longer served here%s", hosted.spec.canonical_name, why,
+                            f"; its calls are relayed to {owner}" if owner else "")
                 await self.remove_broker(hosted.spec.broker.broker_cluster_name, hosted.name, hosted.spec.broker.broker_id)
 
     async def _topics_changed(self, broker_name: str) -> None:

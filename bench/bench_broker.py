@@ -153,10 +153,11 @@ def start_fake(topic: str) -> tuple[subprocess.Popen, str]:
     return process, f"127.0.0.1:{_ready_port(process, 'fake server')}"
 
 
-def start_container(topic: str, flush: str, data: Path):
+def start_container(topic: str, flush: str, data: Path, keys: dict[str, str] | None = None):
     from tests.support.container_process import ContainerProcess
 
-    container = ContainerProcess(data, brokers=[{"brokerName": "broker-a", "flushDiskType": flush}]).start()
+    broker = {"brokerName": "broker-a", "flushDiskType": flush, **(keys or {})}
+    container = ContainerProcess(data, brokers=[broker]).start()
     deadline = time.monotonic() + 30
     while True:  # the broker registers at the nameserver shortly after start
         done = container.admin("update-topic", "--topic", topic, "--type", "NORMAL", "--namesrv", container.namesrv)
@@ -313,7 +314,7 @@ def _run_target(args, flush: str) -> dict:
             server, endpoint = start_fake(topic)
             stop, pid = (lambda: (server.kill(), server.wait())), server.pid  # noqa: E731
         else:
-            server, endpoint = start_container(topic, flush, Path(tmp))
+            server, endpoint = start_container(topic, flush, Path(tmp), dict(args.broker_key))
             stop, pid = server.stop, server.process.pid
         try:
             return asyncio.run(bench_broker(endpoint, topic, args.seconds, args.e2e_count, args.consumers, pid))
@@ -338,6 +339,13 @@ def _ratios(runs: list[dict], echoes: list[dict]) -> dict:
             for case in runs[0] if case in echoes[0]}
 
 
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected KEY=VALUE")
+    return key, value
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--target", choices=["container", "fake"], default="container")
@@ -349,12 +357,15 @@ def main() -> int:
                         help="rounds of (echo, each flush type); medians are printed, ratios are per round")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON document of the medians and per-round figures last (stable keys)")
+    parser.add_argument("--broker-key", action="append", default=[], type=_key_value, metavar="KEY=VALUE",
+                        help="a broker config key for the container, e.g. groupCommitWindowMicros=0 (repeatable)")
     args = parser.parse_args()
     if args.rounds < 1 or args.seconds <= 0 or args.e2e_count < 1 or args.consumers < 1:
         parser.error("--rounds, --seconds, --e2e-count and --consumers must be positive")
     progress = sys.stderr if args.json else sys.stdout   # with --json, stdout is the document alone
     print(f"python {sys.version.split()[0]}, grpcio {grpc.__version__}, {os.cpu_count()} cpus, target={args.target}, "
-          f"{len(BODY)} B bodies, {args.seconds}s per case; client and server in separate processes", file=progress)
+          f"{len(BODY)} B bodies, {args.seconds}s per case; client and server in separate processes"
+          + "".join(f"; {k}={v}" for k, v in args.broker_key), file=progress)
     flushes = ("ASYNC_FLUSH",) if args.target == "fake" else ("ASYNC_FLUSH", "SYNC_FLUSH")
     echoes, runs = [], {flush: [] for flush in flushes}
     for round_no in range(1, args.rounds + 1):  # interleaved, so a drift of the machine hits all alike

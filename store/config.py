@@ -42,6 +42,10 @@ class StoreConfig:
     sync_flush_timeout_ms: int = config_field(
         "syncFlushTimeout", 5000, unit="ms", minimum=1,
         doc="SYNC_FLUSH: a put waits at most this for fdatasync, then fails with FLUSH_DISK_TIMEOUT")
+    group_commit_window_us: int = config_field(
+        "groupCommitWindowMicros", 2000, unit="us", minimum=0, maximum=100_000,
+        doc="SYNC_FLUSH: the first put of a group commit waits this long for others to share its fdatasync, "
+            "but only while puts arrive together (a lone producer's sends sync at once); 0: every group syncs at once")
     file_reserved_time_hours: float = config_field(
         "fileReservedTime", 72.0, unit="hours", minimum=0,
         doc="commit-log segments whose last write is older than this are deleted")

@@ -2,11 +2,14 @@
 
 Rules:
 
-* One thread does every fdatasync, so the event loop never blocks on the disk.
-* Group commit: a SYNC_FLUSH put registers its end offset and wakes the thread; each pass
-  syncs everything written so far, then reports the flushed offset to the event loop
-  (``loop.call_soon_threadsafe``), which resolves every waiter up to it.  Puts arriving
-  during one fdatasync share the next.
+* The flush thread does every fdatasync but SYNC_FLUSH's group commits while the disk is
+  fast, which the event loop runs itself (no hand-off); a slow sync sends them back to the
+  thread at once (:mod:`store.group_commit`).
+* Group commit: a SYNC_FLUSH put registers its end offset and opens a group (or joins the
+  open one); when the group's window ends (:mod:`store.group_commit` says when, and whether
+  on the loop or on this thread) everything written so far is synced and the flushed offset
+  reported to the event loop (from the thread: ``loop.call_soon_threadsafe``), which resolves
+  every waiter up to it.  Puts arriving during one fdatasync share the next.
 * ASYNC_FLUSH: the same pass runs every ``flush_interval_commit_log_ms``.
 * Consume queues and the checkpoint follow the commit log every
   ``flush_interval_consume_queue_ms``: the checkpoint never claims more than was synced.
@@ -26,6 +29,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from store.group_commit import GroupCommit
+
 log = logging.getLogger(__name__)
 
 
@@ -39,7 +44,8 @@ class FlushHooks:
 
 class FlushService:
     def __init__(self, hooks: FlushHooks, *, on_demand: bool, interval_ms: int,
-                 queue_interval_ms: int, flushed_offset: int, call_soon_threadsafe: Callable):
+                 queue_interval_ms: int, flushed_offset: int, call_soon_threadsafe: Callable,
+                 group_commit: GroupCommit | None = None):
         self._hooks = hooks
         self._on_demand = on_demand
         self._interval_s = interval_ms / 1000
@@ -49,7 +55,9 @@ class FlushService:
         self._lock = threading.Lock()
         self._call = call_soon_threadsafe
         self._wake = threading.Event()
-        self._wake_due = False  # wake_soon's call is scheduled
+        self._group = group_commit or GroupCommit(window_s=0.0, on_loop=False)
+        self._group_puts = 0    # puts in the open group (0: none open)
+        self._group_waited = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="store-flush", daemon=True)
 
@@ -57,16 +65,28 @@ class FlushService:
         self._thread.start()
 
     def wake_soon(self, loop) -> None:
-        """Event loop: wake the thread once the loop's current pass is done, so the puts of one
-        pass (concurrent calls served together) share one wake and one fdatasync: a wake of a
-        waiting thread costs the loop tens of microseconds on a VM, more than a put's Python."""
-        if not self._wake_due:
-            self._wake_due = True
-            loop.call_soon(self._wake_now)
+        """Event loop, for each SYNC_FLUSH put: the put joins the open group, or opens one that
+        syncs at the end of the loop's current pass or after the group's window, so concurrent
+        puts share one fdatasync (and, off the loop, one wake of the thread: tens of
+        microseconds of the loop's CPU each on a VM)."""
+        self._group_puts += 1
+        if self._group_puts > 1:
+            return
+        window = self._group.window_s
+        self._group_waited = window > 0
+        if window > 0:
+            loop.call_later(window, self._end_group)
+        else:
+            loop.call_soon(self._end_group)
 
-    def _wake_now(self) -> None:
-        self._wake_due = False
-        self.wake()
+    def _end_group(self) -> None:
+        self._group.observe_window(self._group_puts, self._group_waited)
+        self._group_puts = 0
+        if self._group.inline:
+            generation, target, error = self._sync(inline=True)
+            self._hooks.report(target, error, generation)
+        else:
+            self.wake()
 
     def wake(self) -> None:
         if not self._wake.is_set():  # set() takes the condition's lock even when already set
@@ -110,20 +130,31 @@ class FlushService:
                 last_queue_flush = time.monotonic()
                 self._sync_queues()
 
-    def _pass(self) -> None:
+    def _sync(self, inline: bool) -> tuple[int, int, BaseException | None]:
+        """fdatasync what was written: (generation, offset synced to, error).  How long it took
+        decides where the next ones run."""
         with self._lock:
             generation, target = self.generation, self._hooks.written_offset()
             low = min(self.flushed_offset, target)
         error: BaseException | None = None
         try:
+            took = None
             if target > low:
+                started = time.perf_counter()
                 self._hooks.sync_commit_log(low, target)
+                took = time.perf_counter() - started
             with self._lock:
-                if generation == self.generation:
-                    self.flushed_offset = target
+                if generation == self.generation:   # the loop's and the thread's syncs may overlap
+                    self.flushed_offset = max(self.flushed_offset, target)
+                if took is not None and self._on_demand:
+                    self._group.observe_sync(took, inline=inline)
         except OSError as failure:  # a failing disk: tell the waiters, keep trying
             log.error("commit log fdatasync failed: %s", failure)
             error = failure
+        return generation, target, error
+
+    def _pass(self) -> None:
+        generation, target, error = self._sync(inline=False)
         try:
             self._call(self._hooks.report, target, error, generation)
         except RuntimeError:  # the loop is closed: we are shutting down

@@ -47,7 +47,7 @@ from store.cq_entry import encode_entry
 from store.epoch_log import EpochLog
 from store.errors import (BadOffset, BadReplicationData, BatchTooLarge, DiskFull, FlushTimeout,
                           MessageTooLarge, NotWritable, StoreClosed, StoreError, StoreIOError)
-from store.flush import FlushHooks, FlushService
+from store.flush import FlushHooks, FlushService, GroupCommit
 from store.held_entries import HeldEntries, Pending, Run, runs_of
 from store.queue_table import QueueTable
 from store.reader import Reader
@@ -136,7 +136,8 @@ class MessageStore(Reader):
             hooks, on_demand=self.config.flush_disk_type is FlushDiskType.SYNC_FLUSH,
             interval_ms=self.config.flush_interval_commit_log_ms,
             queue_interval_ms=self.config.flush_interval_consume_queue_ms,
-            flushed_offset=self._log.write_offset, call_soon_threadsafe=self._call_on_loop)
+            flushed_offset=self._log.write_offset, call_soon_threadsafe=self._call_on_loop,
+            group_commit=GroupCommit(window_s=self.config.group_commit_window_us / 1e6))
         self._flush.start()
 
     def _call_on_loop(self, fn: Callable, *args) -> None:

@@ -1,0 +1,149 @@
+"""SYNC_FLUSH group commits (store/group_commit.py, store/flush.py): when they sync, and where.
+
+The policy by tables; then the store driving it, with its real files: concurrent puts share
+one fdatasync, a window gathers puts that arrive apart, a lone producer soon stops waiting,
+and the loop syncs only while the disk is fast."""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import threading
+import time
+
+import pytest
+
+from store.group_commit import GroupCommit
+from tests.unit.test_store_message_store import draft, make, put_each, run
+
+FAST, SLOW = 0.0001, 0.5
+
+
+def places(commit: GroupCommit, syncs: list[tuple[float, bool]]) -> list[bool]:
+    seen = []
+    for seconds, inline in syncs:
+        commit.observe_sync(seconds, inline=inline)
+        seen.append(commit.inline)
+    return seen
+
+
+@pytest.mark.parametrize("syncs, expected", [
+    # starts on the thread; the third fast thread sync in a row moves it to the loop
+    ([(FAST, False)] * 3, [False, False, True]),
+    # a slow thread sync starts the count again
+    ([(FAST, False), (FAST, False), (SLOW, False), (FAST, False), (FAST, False)], [False] * 5),
+    # one slow sync on the loop sends it back to the thread at once ...
+    ([(FAST, False)] * 3 + [(FAST, True), (SLOW, True)], [False, False, True, True, False]),
+    # ... and it needs another run of fast thread syncs to come back
+    ([(FAST, False)] * 3 + [(SLOW, True)] + [(FAST, False)] * 3, [False, False, True, False, False, False, True]),
+    # fast syncs on the loop keep it there
+    ([(FAST, False)] * 3 + [(FAST, True)] * 4, [False, False, True] + [True] * 4),
+    # exactly the bound is still fast
+    ([(0.002, False)] * 3, [False, False, True]),
+])
+def test_the_loop_syncs_only_after_a_run_of_fast_syncs_and_leaves_after_one_slow(syncs, expected):
+    assert places(GroupCommit(window_s=0.002, fast_s=0.002, fast_in_a_row=3), syncs) == expected
+
+
+def test_not_allowed_on_the_loop_every_sync_stays_on_the_thread():
+    assert places(GroupCommit(window_s=0.002, on_loop=False, fast_in_a_row=3), [(FAST, False)] * 10) == [False] * 10
+
+
+def windows(commit: GroupCommit, groups: list[int]) -> list[bool]:
+    """Whether each group waited, given how many puts each gathered."""
+    waited = []
+    for puts in groups:
+        waited.append(commit.window_s > 0)
+        commit.observe_window(puts, waited[-1])
+    return waited
+
+
+@pytest.mark.parametrize("groups, expected", [
+    # sends that come together keep waiting
+    ([5, 3, 2, 8], [True] * 4),
+    # a wait for nothing: the next 2 sync at once, then it tries again
+    ([1, 1, 1, 1], [True, False, False, True]),
+    # each further wait for nothing doubles the groups skipped (2, 4, then at most 6)
+    ([1] * 17, [True, False, False, True] + [False] * 4 + [True] + [False] * 6 + [True] + [False] * 1),
+    # company seen in a group that did not wait: the next waits, and the backoff starts again at 2
+    ([1, 1, 3, 1, 1, 1], [True, False, False, True, False, False]),
+    # the group after the longer skip waits again, finds company, and the backoff is reset
+    ([1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1], [True, False, False, True, False, False, False, False, True, True, False, False]),
+])
+def test_a_group_waits_for_company_only_while_puts_come_together(groups, expected):
+    assert windows(GroupCommit(window_s=0.002, skip_after_empty=2, skip_most=6), groups) == expected
+
+
+def test_with_no_window_no_group_waits():
+    assert windows(GroupCommit(window_s=0.0), [5, 1, 1, 3]) == [False] * 4
+
+
+def counting_syncs(store) -> list[tuple[int, int, bool]]:
+    """Every commit-log fdatasync of ``store``: (low, high, on the loop's thread)."""
+    calls, real = [], store._flush._hooks.sync_commit_log
+    loop_thread = threading.current_thread()
+
+    def sync(low: int, high: int) -> None:
+        calls.append((low, high, threading.current_thread() is loop_thread))
+        real(low, high)
+    store._flush._hooks = dataclasses.replace(store._flush._hooks, sync_commit_log=sync)
+    return calls
+
+
+@pytest.mark.parametrize("window_us", [0, 2000])
+def test_the_puts_of_one_pass_share_one_fdatasync(tmp_path, window_us):
+    async def scenario():
+        store = make(tmp_path, group_commit_window_us=window_us)
+        store.start()
+        syncs = counting_syncs(store)
+        stored = await asyncio.gather(*(store.put([draft(i)]) for i in range(16)))
+        assert len(syncs) == 1 and [s[0].queue_offset for s in stored] == list(range(16))
+        assert store.flushed_offset == store.commit_log_max_offset
+        store.shutdown()
+    run(scenario())
+
+
+def test_a_window_gathers_puts_that_arrive_apart_and_none_returns_before_its_fdatasync(tmp_path):
+    async def scenario():
+        store = make(tmp_path, group_commit_window_us=100_000)
+        store.start()
+        syncs = counting_syncs(store)
+        first = asyncio.ensure_future(store.put([draft(0)]))
+        await asyncio.sleep(0.02)
+        assert not first.done() and syncs == []      # written, waiting for company
+        second = asyncio.ensure_future(store.put([draft(1)]))
+        await asyncio.gather(first, second)
+        assert len(syncs) == 1 and syncs[0][1] == store.commit_log_max_offset
+        store.shutdown()
+    run(scenario())
+
+
+def test_a_lone_producer_soon_stops_waiting(tmp_path):
+    """One send at a time: the first group waits for nothing, the next 16 sync at once, then one
+    waits again and 32 sync at once (store.group_commit.SKIP_AFTER_EMPTY)."""
+    async def scenario():
+        store = make(tmp_path, group_commit_window_us=20_000)
+        store.start()
+        groups = []
+        real = store._flush._group.observe_window
+        store._flush._group.observe_window = lambda puts, waited: (groups.append(waited), real(puts, waited))[1]
+        await put_each(store, [draft(i) for i in range(50)])
+        assert [i for i, waited in enumerate(groups) if waited] == [0, 17] and len(groups) == 50
+        store.shutdown()
+    run(scenario())
+
+
+def test_the_loop_syncs_itself_while_the_disk_is_fast_and_hands_back_after_one_slow_sync(tmp_path):
+    async def scenario():
+        store = make(tmp_path, group_commit_window_us=0)
+        store.start()
+        syncs = counting_syncs(store)
+        await put_each(store, [draft(i) for i in range(12)])
+        assert [on_loop for _, _, on_loop in syncs] == [False] * 8 + [True] * 4   # FAST_IN_A_ROW = 8
+        real = store._flush._hooks.sync_commit_log
+        store._flush._hooks = dataclasses.replace(store._flush._hooks,
+                                                  sync_commit_log=lambda low, high: (time.sleep(0.01), real(low, high)))
+        await put_each(store, [draft(i) for i in range(12, 15)])
+        assert [on_loop for _, _, on_loop in syncs[12:]] == [True, False, False]
+        assert store.flushed_offset == store.commit_log_max_offset
+        store.shutdown()
+    run(scenario())

@@ -55,7 +55,7 @@ def test_one_round_of_each_fault_loses_nothing_acknowledged(tmp_path):
     sandbox = chaos_env.available() is None
     kinds = set(CI_KINDS) if sandbox else ALWAYS
     harness = subprocess.Popen([sys.executable, str(ROOT / "bench" / "chaos.py"), "--runs", "1", "--seed", "16",
-                                "--kinds", ",".join(sorted(kinds)), "--backlog", "1000", "--hold-producer-after", "3",
+                                "--kinds", ",".join(sorted(kinds)), "--backlog", "1000", "--hold-producer-after", "1",
                                 "--out", str(tmp_path),
                                 "--json"], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, cwd=ROOT)

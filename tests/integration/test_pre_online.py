@@ -103,7 +103,9 @@ def test_a_returning_master_rejoins_without_rolling_anything_back_as_the_gate_pr
         acting_n = produce(cluster, tmp_path, endpoint, "plain", N, "--normal", "--due-from", "0", "--due-to", "0",
                            "--prefix", "n-", name="producer-n")
         clients.append(delays := consumer(cluster, tmp_path, endpoint, "delay", "gd"))
-        sent_delay = produce(cluster, tmp_path, endpoint, "delay", 30, "--due-from", "10", "--due-to", "100",
+        # due every 2.6 s from 10 to 85 s after the send: some while the slave acts, some after
+        # the rejoin (about 58 s after the send here; a rejoin 27 s later still leaves one)
+        sent_delay = produce(cluster, tmp_path, endpoint, "delay", 30, "--due-from", "10", "--due-to", "85",
                              name="producer-delay")
         cluster.wait_for(lambda: master_file_sum(cluster) == BEFORE, 10, "the master's offsets on its disk")
 

@@ -23,6 +23,7 @@ Rules:
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
@@ -78,6 +79,23 @@ class FlushService:
             loop.call_later(window, self._end_group)
         else:
             loop.call_soon(self._end_group)
+
+    def wake_grouped(self) -> None:
+        """A slave's committed run: under SYNC_FLUSH, on the loop, it joins a group as a put does
+        (its ack waits for that group's fdatasync); otherwise the thread is woken."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if self._on_demand and loop is not None:
+            self.wake_soon(loop)
+        else:
+            self.wake()
+
+    def wake_unless_grouping(self) -> None:
+        """Someone waits for a flush: an open group syncs for them when its window ends."""
+        if self._group_puts == 0:
+            self.wake()
 
     def _end_group(self) -> None:
         self._group.observe_window(self._group_puts, self._group_waited)

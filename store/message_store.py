@@ -483,7 +483,7 @@ class MessageStore(Reader):
         if run.end == self._staged_end:
             self._staged_end = None
         self._index_runs_or_hold(run.runs, run.end, "the slave copies nothing more")
-        self._flush.wake()
+        self._flush.wake_grouped()
         self._notify_written()
 
     def abandon_staged(self) -> None:
@@ -533,7 +533,7 @@ class MessageStore(Reader):
         self._loop = asyncio.get_running_loop()
         waiter = self._loop.create_future()
         self._waiters.append((commit_offset, waiter))
-        self._flush.wake()
+        self._flush.wake_unless_grouping()
         await waiter
 
     def truncate(self, commit_offset: int) -> None:

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from store.config import FlushDiskType
 from store.group_commit import GroupCommit
 from tests.unit.test_store_message_store import draft, make, put_each, run
 
@@ -146,4 +147,30 @@ def test_the_loop_syncs_itself_while_the_disk_is_fast_and_hands_back_after_one_s
         assert [on_loop for _, _, on_loop in syncs[12:]] == [True, False, False]
         assert store.flushed_offset == store.commit_log_max_offset
         store.shutdown()
+    run(scenario())
+
+
+def test_a_slaves_runs_committed_together_share_one_fdatasync_and_their_wait_does_not_break_the_group(tmp_path):
+    """A slave commits copied runs on its loop and acks each after its fdatasync
+    (MessageStore.wait_flushed): runs committed in one pass share one sync, and the ack's wait
+    does not wake the thread for a sync of its own while the group is open."""
+    from store.replica_index import IndexCursor
+
+    async def scenario():
+        master = make(tmp_path / "master", flush_disk_type=FlushDiskType.ASYNC_FLUSH)
+        master.start()
+        await put_each(master, [draft(i) for i in range(8)])
+        slave = make(tmp_path / "slave")
+        slave.start()
+        syncs = counting_syncs(slave)
+        cursor, start = IndexCursor(), 0
+        for end in [master.commit_log_max_offset // 2, master.commit_log_max_offset]:
+            data = master.read_raw(start, end - start)
+            slave.append_raw(start, data, master.replication_index(cursor, start, start + len(data)))
+            start += len(data)
+        await asyncio.gather(slave.wait_flushed(start // 2), slave.wait_flushed(start))
+        assert len(syncs) == 1 and syncs[0][1] == master.commit_log_max_offset
+        assert slave.flushed_offset == master.commit_log_max_offset
+        slave.shutdown()
+        master.shutdown()
     run(scenario())

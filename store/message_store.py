@@ -2,8 +2,8 @@
 
 Rules:
 
-* Every method runs on the one event-loop thread; only fdatasync runs on the flush thread
-  (store.flush).  ``put`` writes synchronously, then under SYNC_FLUSH awaits the group
+* Every method runs on the one event-loop thread; fdatasync runs on the flush thread, or on
+  the loop while the disk is fast (store.flush).  ``put`` writes, then under SYNC_FLUSH awaits the group
   commit and only then makes the messages visible in consume queues and acknowledges, so a
   consumer never sees (or commits an offset past) a message that a crash could take back.
   Under ASYNC_FLUSH messages are indexed and acknowledged right after the write.

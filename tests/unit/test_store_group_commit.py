@@ -174,3 +174,13 @@ def test_a_slaves_runs_committed_together_share_one_fdatasync_and_their_wait_doe
         slave.shutdown()
         master.shutdown()
     run(scenario())
+
+
+@pytest.mark.parametrize("value, reason", [(-1, "0"), (200_000, "100000"), ("soon", "integer")])
+def test_group_commit_window_micros_refuses_bad_values_naming_the_key(tmp_path, value, reason):
+    from metadata.config import ConfigError, bind
+    from store.config import StoreConfig
+
+    with pytest.raises(ConfigError) as refused:
+        bind(StoreConfig, {"storePathRootDir": str(tmp_path), "groupCommitWindowMicros": value}, "broker.toml")
+    assert refused.value.key == "groupCommitWindowMicros" and reason in str(refused.value)

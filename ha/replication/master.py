@@ -8,7 +8,10 @@ Rules:
   log (REQUEST_OUT_OF_RANGE otherwise).  Later acks only report progress (returned to the
   driver for :class:`ha.replication.sync_state.SyncStateTracker`).
 * Batches come from :func:`ha.replication.transfer.plan_batch` (one epoch each); an empty
-  batch (heartbeat) goes out when nothing was sent for the heartbeat interval.
+  batch (heartbeat) goes out when nothing was sent for the heartbeat interval, or
+  ``confirm_news_ms`` after the confirm offset moved past the last one sent (an idle
+  slave's readers and its checkpoint learn the confirm offset then, not a heartbeat
+  interval later; under load the next batch carries it first and nothing extra goes out).
 * A connection whose slave was not heard (any bytes) for the housekeeping interval of this
   side's awake time is closed (SLAVE_SILENT); a pause of the master's own process is not the
   slave's silence (:class:`ha.replication.silence.PeerSilence`).
@@ -54,6 +57,7 @@ class MasterSettings:
     heartbeat_interval_ms: int = 5000
     housekeeping_interval_ms: int = 20_000
     max_epoch_entries: int = 1000
+    confirm_news_ms: int = 20
 
 
 class MasterSession:
@@ -67,6 +71,9 @@ class MasterSession:
         self.silence = PeerSilence.for_intervals(settings.heartbeat_interval_ms, settings.housekeeping_interval_ms,
                                                  now_ms)
         self._last_send_ms = now_ms
+        self._sent_confirm = -1
+        self._news_at: int | None = None   # when the confirm offset's news goes out (if no batch did)
+        self._news_due = False
 
     def on_handshake(self, message: SlaveHandshake, view: MasterLogView, now_ms: int) -> MasterHandshake | MasterCloseReason:
         if self.state is not MasterSessionState.WAIT_HANDSHAKE:
@@ -105,7 +112,8 @@ class MasterSession:
         plan = plan_batch(view.epochs, self.position, view.max_offset, self.settings.batch_size_bytes)
         if plan is None:
             return self._close(MasterCloseReason.NO_EPOCH_FOR_OFFSET)
-        if plan.max_bytes == 0 and now_ms - self._last_send_ms < self.settings.heartbeat_interval_ms:
+        if plan.max_bytes == 0 and not self._news_due \
+                and now_ms - self._last_send_ms < self.settings.heartbeat_interval_ms:
             return None
         return plan
 
@@ -116,6 +124,8 @@ class MasterSession:
         assert plan.start_offset == self.position and len(payload) <= plan.max_bytes, (plan, self.position)
         self.position += len(payload)
         self._last_send_ms = now_ms
+        self._sent_confirm = max(self._sent_confirm, confirm_offset)
+        self._news_at, self._news_due = None, False
         return TransferBatch(plan.start_offset, plan.epoch, plan.epoch_start_offset, confirm_offset, payload,
                              batch_crc(payload, index), index, metadata_version)
 
@@ -131,6 +141,20 @@ class MasterSession:
             return self._close(MasterCloseReason.SLAVE_SILENT)
         return None
 
+    def confirm_moved(self, confirm_offset: int, now_ms: int) -> None:
+        """The confirm offset is now ``confirm_offset``: unless a batch carries it first, a
+        heartbeat does ``confirm_news_ms`` from now."""
+        if confirm_offset > self._sent_confirm and self._news_at is None and not self._news_due:
+            self._news_at = now_ms + self.settings.confirm_news_ms
+
+    def news_due(self, now_ms: int) -> bool:
+        """At a tick: True once the confirm offset's news is due (the next :meth:`next_batch`
+        sends it).  Due once, so a stream whose send is blocked is not woken again and again."""
+        if self._news_at is None or now_ms < self._news_at:
+            return False
+        self._news_at, self._news_due = None, True
+        return True
+
     def heartbeat_now(self) -> None:
         """Make the next :meth:`next_batch` send at least a heartbeat (news for the slave)."""
         self._last_send_ms = -self.settings.heartbeat_interval_ms
@@ -142,7 +166,8 @@ class MasterSession:
             return None
         silent = self.silence.deadline_ms()
         if self.state is MasterSessionState.TRANSFER:
-            return min(silent, self._last_send_ms + self.settings.heartbeat_interval_ms)
+            heartbeat = self._last_send_ms + self.settings.heartbeat_interval_ms
+            return min(silent, heartbeat, self._news_at if self._news_at is not None else heartbeat)
         return silent
 
     def connection_lost(self) -> None:

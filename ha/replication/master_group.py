@@ -195,7 +195,7 @@ class MasterGroup:
             decision = self.decide_put(log)
             if not isinstance(decision, QuorumRejection):
                 self.waits.lower_to(decision.need if isinstance(decision, WaitForAcks) else 1)
-        return self._after_change(proposal, before, log, now_ms)
+        return self._news(self._after_change(proposal, before, log, now_ms), now_ms)
 
     def on_ack(self, token: int, ack: SlaveAck, log: MasterLog, now_ms: int) -> MasterGroupOutput:
         connection = self.connections.get(token)
@@ -209,7 +209,7 @@ class MasterGroup:
             return out
         before = self.tracker.confirm_offset
         proposal = self.tracker.on_ack(connection.slave_id, result, log.durable_offset, log.last_epoch_start, now_ms)
-        return out | self._after_change(proposal, before, log, now_ms)
+        return self._news(out | self._after_change(proposal, before, log, now_ms), now_ms)
 
     def next_batch(self, token: int, log: MasterLog, now_ms: int) -> BatchPlan | MasterGroupOutput | None:
         """What to send on ``token`` now: a plan (bytes, or a heartbeat), a close, or nothing."""
@@ -260,7 +260,7 @@ class MasterGroup:
 
     def log_grew(self, log: MasterLog, now_ms: int) -> MasterGroupOutput:
         """The master's durable offset moved: waits that counted on the master itself may end."""
-        return self._resolve(log)
+        return self._news(self._resolve(log), now_ms)
 
     def _resolve(self, log: MasterLog) -> MasterGroupOutput:
         """Waits the replicas now satisfy.  The confirm offset is brought up to the master's
@@ -329,7 +329,7 @@ class MasterGroup:
             out = self._maybe_send_proposal(now_ms)
         if self.tracker.confirm_offset != before:
             out = out | MasterGroupOutput(confirm_offset=self.tracker.confirm_offset)
-        return out | self._resolve(log)
+        return self._news(out | self._resolve(log), now_ms)
 
     def _still_holds(self, pending: frozenset[int] | None, members: frozenset[int]) -> frozenset[int] | None:
         """A proposal decided against an older set, re-decided against ``members``: a member of
@@ -366,14 +366,22 @@ class MasterGroup:
             if silent is not None:
                 out = out | self._close(token, silent.value)
                 continue
+            news = connection.session.news_due(now_ms)
             deadline = connection.session.deadline_ms()
-            if deadline is not None and now_ms >= deadline:
+            if news or (deadline is not None and now_ms >= deadline):
                 out = out | MasterGroupOutput(wake=(token,))
         before = self.tracker.confirm_offset
         proposal = None if self.pauses.paused(pause) else self.tracker.check_shrink(now_ms)
         out = out | self._after_change(proposal, before, log, now_ms)
         if self.settings.controller_mode:
             out = out | self._maybe_send_proposal(now_ms)
+        return self._news(out, now_ms)
+
+    def _news(self, out: MasterGroupOutput, now_ms: int) -> MasterGroupOutput:
+        """A moved confirm offset is news for every slave (its readers and checkpoint)."""
+        if out.confirm_offset is not None:
+            for connection in self.connections.values():
+                connection.session.confirm_moved(out.confirm_offset, now_ms)
         return out
 
     def next_deadline_ms(self) -> int | None:

@@ -249,3 +249,37 @@ def test_a_shrink_decided_before_an_expansion_is_applied_only_if_it_still_holds(
         else:
             out = g.applied(frozenset(argument[0]), argument[1], log(5000), now)
         assert (out.propose, g.sync_state_set) == (proposal, frozenset(members)), (step, now)
+
+
+def test_a_moved_confirm_offset_reaches_an_idle_slave_soon_not_a_heartbeat_later():
+    """The last batch of a burst carries the confirm offset from before its own ack: without news
+    an idle slave's readers and checkpoint lagged until the next heartbeat (haSendHeartbeatInterval,
+    5 s by default; the gone-member test read a slave confirm offset of 0 when its slave stopped)."""
+    g = group(members=(1, 2))
+    token = connect(g, 2, 0)
+    plan = g.next_batch(token, log(1000), 0)
+    assert g.sent(token, plan, b"x" * 1000, (), log(1000), 0).confirm_offset == 0
+    out = g.on_ack(token, SlaveAck(1000), log(1000), 10)
+    assert out.confirm_offset == 1000
+    assert g.next_batch(token, log(1000), 10) is None                   # not at once: a batch may carry it
+    assert g.next_deadline_ms() == 30
+    assert token in g.tick(log(1000), 30).wake
+    news = g.next_batch(token, log(1000), 30)
+    assert news.max_bytes == 0
+    assert g.sent(token, news, b"", (), log(1000), 30).confirm_offset == 1000
+    assert g.next_batch(token, log(1000), 31) is None and g.next_deadline_ms() >= 500   # then heartbeats
+
+
+def test_confirm_news_is_not_sent_when_a_batch_carried_it_and_is_due_once():
+    g = group(members=(1, 2))
+    token = connect(g, 2, 0)
+    g.sent(token, g.next_batch(token, log(1000), 0), b"x" * 1000, (), log(1000), 0)
+    g.on_ack(token, SlaveAck(1000), log(1000), 10)                      # news due at 30
+    batch = g.sent(token, g.next_batch(token, log(1500), 15), b"x" * 500, (), log(1500), 15)
+    assert batch.confirm_offset == 1000                                 # the batch carried it
+    assert g.next_deadline_ms() >= 500 and token not in g.tick(log(1500), 30).wake
+    g.on_ack(token, SlaveAck(1500), log(1500), 40)                      # news due at 60
+    assert token in g.tick(log(1500), 60).wake
+    # the stream is busy (a send blocked): the news stays due, but the tick does not wake it again
+    assert token not in g.tick(log(1500), 61).wake and g.next_deadline_ms() >= 500
+    assert g.next_batch(token, log(1500), 70).max_bytes == 0

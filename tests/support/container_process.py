@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -21,27 +22,41 @@ ROOT = Path(__file__).resolve().parents[2]
 _handed_out: set[int] = set()  # ports this process gave a test: the kernel may offer them again
 
 
-def free_ports(count: int) -> list[int]:
-    """``count`` free loopback ports, distinct and never handed out before by this process.
-    A probed port is released before its user binds it, so the kernel can offer it to the
-    next probe: a container once got the same port for its nameserver and its client endpoint."""
-    ports: list[int] = []
-    held = []
+def _ephemeral_low() -> int:
     try:
-        for _ in range(count + 1000):  # a bound on retries; the ephemeral range has ~28k ports
-            probe = socket.socket()
-            held.append(probe)  # held until all are chosen, so they differ
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-            if port not in _handed_out:
-                _handed_out.add(port)
-                ports.append(port)
-                if len(ports) == count:
-                    return ports
-        raise RuntimeError(f"no {count} fresh loopback ports")
-    finally:
-        for probe in held:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` free loopback ports, distinct and never handed out before by this process,
+    from below the kernel's ephemeral range.  A probed port is released before its user binds
+    it: one from the ephemeral range (port 0's) could meanwhile become the local port of any
+    outgoing connection (a client's, a replica link's), and a container then refused to start,
+    its port "already in use" (CI, test_controller_mode_liveness).  Below that range only a
+    listener takes a port, and the probes start at a place drawn per process."""
+    high = _ephemeral_low()
+    low = max(1024, high - 20_000)
+    span = high - low
+    start = random.Random(os.getpid() ^ time.monotonic_ns()).randrange(span)
+    ports: list[int] = []
+    for step in range(span):
+        port = low + (start + step) % span
+        if port in _handed_out:
+            continue
+        probe = socket.socket()
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        finally:
             probe.close()
+        _handed_out.add(port)
+        ports.append(port)
+        if len(ports) == count:
+            return ports
+    raise RuntimeError(f"no {count} free loopback ports in {low}-{high - 1}")
 
 
 def free_port() -> int:

@@ -62,20 +62,25 @@ class ActingCluster:
                 "listenPort": self.listen_ports[index][position], **self.broker_keys}
 
     def start(self) -> "ActingCluster":
-        path = self.workdir / "namesrv.toml"
-        path.write_text(f"listenPort = {self.namesrv_port}\nsupportActingMaster = true\n"
-                        f"notifyMinBrokerIdChanged = true\nscanNotActiveBrokerInterval = 200\n")
-        self.namesrv_process = _spawn(["namesrv", "-c", str(path)], self.workdir / "namesrv.log", b"listening")
-        for index in range(len(self.layout)):
-            container = ContainerProcess(self.workdir / f"container-{index + 1}",
-                                         brokers=[self._broker(index, p) for p in range(len(self.layout[index]))],
-                                         embedded_namesrv=False, namesrv_port=self.namesrv_port,
-                                         extra={"brokerHeartbeatInterval": 300,
-                                                "brokerNotActiveTimeoutMillis": self.not_active_timeout_ms})
-            self.containers.append(container)
-            container.start()
-        for name in sorted({n for container in self.layout for n, i in container if i == 0}):
-            self.wait_for(lambda name=name: 0 in self.members(name), 30, f"{name}'s master registered")
+        """Everything up, or everything it started killed again (nothing leaks into later tests)."""
+        try:
+            path = self.workdir / "namesrv.toml"
+            path.write_text(f"listenPort = {self.namesrv_port}\nsupportActingMaster = true\n"
+                            f"notifyMinBrokerIdChanged = true\nscanNotActiveBrokerInterval = 200\n")
+            self.namesrv_process = _spawn(["namesrv", "-c", str(path)], self.workdir / "namesrv.log", b"listening")
+            for index in range(len(self.layout)):
+                container = ContainerProcess(self.workdir / f"container-{index + 1}",
+                                             brokers=[self._broker(index, p) for p in range(len(self.layout[index]))],
+                                             embedded_namesrv=False, namesrv_port=self.namesrv_port,
+                                             extra={"brokerHeartbeatInterval": 300,
+                                                    "brokerNotActiveTimeoutMillis": self.not_active_timeout_ms})
+                self.containers.append(container)
+                container.start()
+            for name in sorted({n for container in self.layout for n, i in container if i == 0}):
+                self.wait_for(lambda name=name: 0 in self.members(name), 30, f"{name}'s master registered")
+        except BaseException:
+            self.close()
+            raise
         return self
 
     def restart(self, index: int) -> None:

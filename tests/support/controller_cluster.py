@@ -142,9 +142,8 @@ class ControllerModeCluster:
             self.containers.append(container)
         for container in self.containers:  # started together: priorities pick the first masters
             container.write_config()
-        processes = [self._launch(c) for c in self.containers]
-        for container, process in zip(self.containers, processes):
-            container.process = process
+        for container in self.containers:  # each kept at once: a later one failing must not leak it
+            container.process = self._launch(container)
 
     def _secret_key(self) -> dict:
         return {"clusterAuthenticationSecretFile": str(self.secret_file)} if self.secret_file else {}
@@ -155,9 +154,16 @@ class ControllerModeCluster:
                       b"container ready", prefix=self.network.launch_prefix(self.containers.index(container)))
 
     def start(self) -> "ControllerModeCluster":
-        self.start_controllers()
-        self.start_containers()
-        self.wait_masters({"broker-a": 0, "broker-b": 1})
+        """Everything up, or (a process refused to start, no masters in time) everything it
+        started killed again: the caller holds no cluster to close, and a left container kept
+        its ports and CPU for the rest of the run."""
+        try:
+            self.start_controllers()
+            self.start_containers()
+            self.wait_masters({"broker-a": 0, "broker-b": 1})
+        except BaseException:
+            self.close()
+            raise
         return self
 
     def restart_container(self, index: int) -> None:

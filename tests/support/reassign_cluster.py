@@ -101,15 +101,22 @@ class ReassignCluster:
             if not line and process.poll() is not None:
                 raise RuntimeError(f"{name} exited {process.returncode}: {(self.workdir / f'{name}.log').read_text()[-3000:]}")
             seen += line
-            assert time.monotonic() < deadline, f"{name} not ready within {timeout_s} s"
+            if time.monotonic() >= deadline:
+                process.kill()
+                process.wait()
+                raise AssertionError(f"{name} not ready within {timeout_s} s")
         self.processes[name] = process
         return process
 
     def start_all(self) -> "ReassignCluster":
-        for name in ("namesrv", *self.controller_names(), "container-1", "container-2"):
-            self.start(name)
-        self.wait_for(lambda: len([c for c in self.moves_list()["containers"] if c["live"]]) == 2, 20,
-                      "both containers reported to the controller")
+        try:  # everything up, or everything it started killed again (nothing leaks into later tests)
+            for name in ("namesrv", *self.controller_names(), "container-1", "container-2"):
+                self.start(name)
+            self.wait_for(lambda: len([c for c in self.moves_list()["containers"] if c["live"]]) == 2, 20,
+                          "both containers reported to the controller")
+        except BaseException:
+            self.close()
+            raise
         return self
 
     def signal(self, name: str, which: int) -> None:

@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import chaos_env, chaos_faults  # noqa: E402
 from bench.chaos_plot import plot  # noqa: E402
 from tests.support.controller_cluster import BROKERS, ControllerModeCluster  # noqa: E402
-from tests.support.failover_load import Backlog, Client, drain, longest_gap, wait_started  # noqa: E402
+from tests.support.failover_load import Backlog, Client, drain, longest_gap, stop_together, wait_started  # noqa: E402
 
 
 def start_load(cluster: ControllerModeCluster, logs: Path, args: argparse.Namespace) -> tuple[Client, list[Client]]:
@@ -542,9 +542,7 @@ def main() -> int:
     finally:
         for stop_signal in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):  # a cleanup cut short leaves a sandbox
             signal.signal(stop_signal, signal.SIG_IGN)
-        for client in [run.producer, *run.consumers]:
-            if client is not None:
-                client.stop()
+        stop_together(run.producer, *run.consumers)
         if cluster is not None:
             cluster.close()
         if sandbox is not None:

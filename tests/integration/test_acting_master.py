@@ -20,7 +20,7 @@ from proto import messaging_definition_pb2 as d
 from proto import messaging_service_pb2 as s
 from proto import messaging_service_pb2_grpc as g
 from tests.support.acting_cluster import ActingCluster
-from tests.support.failover_load import ACTING, Client, drain, wait_started
+from tests.support.failover_load import ACTING, Client, drain, wait_started, stop_together
 from tests.support.raw_client import RawClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.conformance]
@@ -238,8 +238,7 @@ def test_pop_on_the_acting_slave_acks_and_retries_once(tmp_path):
         cluster.restart(0)
         cluster.wait_for(lambda: cluster.special_running(0, "broker-a"), 20, "the master returns")
         observe(5)  # the master revives every second: an entry it did not adopt would come back
-        for client in (acked, retried):
-            client.stop()
+        stop_together(acked, retried)
         assert duplicates(received(acked)) == 0, "an ack on the acting slave held after the master's return"
         per_body = {b: sorted(e["attempt"] for e in received(retried) if e["body"] == b) for b in bodies(sent)}
         assert all(attempts == [1, 2] for attempts in per_body.values()), per_body  # retried exactly once

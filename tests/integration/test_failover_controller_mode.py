@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.controller_cluster import ControllerModeCluster
-from tests.support.failover_load import Client, acked_after, drain, steady_load
+from tests.support.failover_load import Client, acked_after, drain, steady_load, stop_together
 
 pytestmark = [pytest.mark.integration, pytest.mark.conformance]
 
@@ -58,8 +58,7 @@ def log_bytes(container_dir: Path, broker: str, end: int) -> bytes:
 def finish(cluster: ControllerModeCluster, producer: Client, consumers: list[Client]):
     producer.stop()
     counts = drain(consumers, [producer], timeout_s=90)
-    for consumer in consumers:
-        consumer.stop()
+    stop_together(*consumers)
     return counts
 
 

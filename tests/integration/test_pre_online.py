@@ -30,6 +30,7 @@ from services.offset_fetch import AdminReplicaSource, FetchConfig, ReplicaTarget
 from tests.integration.test_acting_master import acting_status, bodies, both, consumer, observe, produce, received
 from tests.support.acting_cluster import ActingCluster
 from tests.support.container_process import ROOT
+from tests.support.failover_load import stop_together
 
 pytestmark = [pytest.mark.integration, pytest.mark.conformance, pytest.mark.spark]
 BEFORE, N = 10, 40  # consumed from the master before the kill, then from the acting slave
@@ -120,8 +121,7 @@ def test_a_returning_master_rejoins_without_rolling_anything_back_as_the_gate_pr
         _check_gate_then_restart(cluster, tmp_path)
         _check_after_the_rejoin(cluster, tmp_path, endpoint, first + acting_n, sent_delay, [delays], clients)
     finally:
-        for client in clients:
-            client.stop()
+        stop_together(*clients)
         cluster.close()
 
 

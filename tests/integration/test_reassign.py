@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from store.ownership_files import read_ledger
-from tests.support.failover_load import Client, acked_after, drain, steady_load, wait_started
+from tests.support.failover_load import Client, acked_after, drain, steady_load, wait_started, stop_together
 from tests.support.reassign_cluster import ReassignCluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.conformance]
@@ -62,8 +62,7 @@ def sends_go_on_through_the_relay(cluster: ReassignCluster, producer: Client) ->
 def finish(producer: Client, consumers: list[Client]):
     producer.stop()
     counts = drain(consumers, [producer], timeout_s=90)
-    for consumer in consumers:
-        consumer.stop()
+    stop_together(*consumers)
     return counts
 
 
@@ -187,9 +186,7 @@ def test_a_move_with_the_source_killed_and_the_controller_restarted_halfway_comp
     name (container/moves.py remembers it)."""
     producer, consumers = start_load(cluster, tmp_path)
     cluster.wait_for(lambda: acked_after(producer, 0) > 600, 30, "the load runs")
-    producer.stop()
-    for consumer in consumers:  # the clients were on container-1: here they reconnect to container-2 after
-        consumer.stop()
+    stop_together(producer, *consumers)  # the clients were on container-1: here they reconnect to container-2 after
     cluster.signal("container-1", signal.SIGSTOP)  # the release cannot happen: the move waits in COMMITTED
     started = cluster.admin("reassign-broker", "--broker", "broker-a", "--to", cluster.endpoint(2), "--execute",
                             "--wait-ms", "300", "--json")
@@ -211,8 +208,7 @@ def test_a_move_with_the_source_killed_and_the_controller_restarted_halfway_comp
                     "--seconds", "600", log_path=tmp_path / "after-fifo.log")]
     wait_started(*after)
     counts = drain([*consumers, *after], [producer], timeout_s=90)
-    for consumer in after:
-        consumer.stop()
+    stop_together(*after)
     assert counts.lost == set(), f"{len(counts.lost)} acknowledged messages lost"
 
 

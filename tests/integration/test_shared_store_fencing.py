@@ -23,7 +23,7 @@ from store.config import StoreConfig
 from store.ownership_files import read_ledger
 from store.takeover import take_over
 from tests.support.container_process import ContainerProcess, free_ports
-from tests.support.failover_load import Client, drain, wait_started
+from tests.support.failover_load import Client, drain, wait_started, stop_together
 from tests.support.nameserver_process import start_nameserver
 
 pytestmark = [pytest.mark.integration, pytest.mark.conformance]
@@ -108,8 +108,7 @@ def test_an_owner_taken_over_acknowledges_nothing_more_and_loses_nothing(tmp_pat
         print(f"acked {len(counts.acked)}, consumed {len(counts.consumed)}, duplicates {counts.duplicates}",
               file=sys.stderr)
     finally:
-        for client in clients:
-            client.stop()
+        stop_together(*clients)
         for container in containers:
             if container.process is not None and container.process.poll() is None:
                 os.kill(container.process.pid, signal.SIGCONT)

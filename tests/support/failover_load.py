@@ -59,9 +59,14 @@ class Client:
     def started(self) -> bool:
         return any(e["event"] == "started" for e in self.snapshot())
 
-    def stop(self, timeout_s: float = 20.0) -> None:
+    def ask_to_stop(self) -> None:
+        """SIGTERM: the script ends its call under way (a consumer's long poll: up to its
+        --await-s), shuts the official client down and exits; :meth:`stop` waits for that."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
+
+    def stop(self, timeout_s: float = 20.0) -> None:
+        self.ask_to_stop()
         try:
             self.process.wait(timeout_s)
         except subprocess.TimeoutExpired:
@@ -73,8 +78,17 @@ class Client:
 
     @classmethod
     def stop_all(cls) -> None:
-        for client in list(cls.running):
-            client.stop(timeout_s=5)
+        stop_together(*cls.running, timeout_s=5)
+
+
+def stop_together(*clients: Client | None, timeout_s: float = 20.0) -> None:
+    """Stop ``clients`` at once: each is asked first, then each is waited for.  One after the
+    other, every consumer first finished its long poll (up to 5 s) while the rest waited."""
+    present = [client for client in clients if client is not None]
+    for client in present:
+        client.ask_to_stop()
+    for client in present:
+        client.stop(timeout_s)
 
 
 def steady_load(endpoint: str, logs: Path, rate: int = 200) -> tuple[Client, list[Client]]:

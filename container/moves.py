@@ -66,6 +66,7 @@ class ContainerMoves:
         self._resumed: dict[str, int] = {}                      # broker -> the newest move epoch cancelled
         self.moved_to: dict[str, tuple[str, frozenset[str]]] = {}  # broker -> (its client endpoint now, its topics)
         self._client = None
+        self._unreported: str | None = None   # why the controller has not taken our reports (logged once)
         self._gates: dict[str, Gate] = {}  # target endpoint -> its readiness to relayed calls
         self._lock = asyncio.Lock()  # one step at a time: a resume racing its move's release sees it whole
 
@@ -249,7 +250,19 @@ class ContainerMoves:
             # that leader could not carry a move on (test_reassign's controller-leader test)
             self._client = ControllerClient(addresses, call_timeout_s=1.0, attempts=2 * len(addresses) + 2,
                                             deadline_s=2.0)
-        reply = await self._client.call("ReportContainer", self.report_request())
+        from services.controller.client import ControllerClientError
+        try:
+            reply = await self._client.call("ReportContainer", self.report_request())
+        except ControllerClientError as failure:
+            # every heartbeat interval while the controller is down: said once, not a traceback each time
+            if self._unreported is None:
+                log.warning("container report: %s (again every %d ms until one answers)", failure,
+                            self.container.config.heartbeat_interval_ms)
+            self._unreported = str(failure)
+            return
+        if self._unreported is not None:
+            log.info("container report taken again (the controller answers)")
+            self._unreported = None
         if reply.status.code != cpb.ControllerStatus.SUCCESS:
             log.debug("container report not taken: %s %s", reply.status.code, reply.status.remark)
 

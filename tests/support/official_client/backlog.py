@@ -112,10 +112,12 @@ def drain_one(args, group: str, topic: str, state: dict) -> None:
     emit("started", role="consumer", group=group)
     started = last_new = time.monotonic()
     received_count = 0
+    expected = args.expect_fifo if group == args.fifo_group else args.expect_normal
+    seen: set[bytes] = set()
     while not STOP.is_set():
         now = time.monotonic()
-        if now - last_new >= args.idle_s or now - started >= args.max_s:
-            break
+        if now - last_new >= args.idle_s or now - started >= args.max_s or 0 < expected <= len(seen):
+            break  # (everything expected came: waiting for the idle time is a long poll on nothing)
         began = time.monotonic()
         try:
             messages = consumer.receive(32, args.invisible_s) or []
@@ -126,6 +128,7 @@ def drain_one(args, group: str, topic: str, state: dict) -> None:
         emit("receive", group=group, n=len(messages), began=began)
         pending = []
         for received in messages:  # handled in order, each acked once handled
+            seen.add(received.body)
             emit("recv", group=group, body=received.body.rstrip(b".").decode(), attempt=received.delivery_attempt,
                  id=received.message_id)
             if acks is None:
@@ -174,11 +177,15 @@ def main() -> int:
     parser.add_argument("--invisible-s", type=int, default=30)
     parser.add_argument("--idle-s", type=float, default=40.0, help="stop draining after this long with nothing new")
     parser.add_argument("--max-s", type=float, default=200.0, help="stop draining after this long in all")
+    parser.add_argument("--expect-normal", type=int, default=0,
+                        help="stop the NORMAL drain once this many distinct messages came (0: wait for --idle-s)")
+    parser.add_argument("--expect-fifo", type=int, default=0,
+                        help="stop the FIFO drain once this many distinct messages came (0: wait for --idle-s)")
     parser.add_argument("--ack", choices=("async", "sync"), default="async",
                         help="wait for each ack before the next message (sync), or for the batch's before the next receive")
     args = parser.parse_args()
-    if args.rate <= 0 or args.groups < 0 or args.seconds <= 0:
-        parser.error("--rate and --seconds must be positive, --groups at least 0")
+    if args.rate <= 0 or args.groups < 0 or args.seconds <= 0 or min(args.expect_normal, args.expect_fifo) < 0:
+        parser.error("--rate and --seconds must be positive, --groups and --expect-* at least 0")
     signal.signal(signal.SIGTERM, lambda *_: STOP.set())
     return produce(args) if args.mode == "produce" else drain(args)
 

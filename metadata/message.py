@@ -52,6 +52,7 @@ class Prop:
 
 
 _new = object.__new__
+_EMPTY: Mapping[str, str] = MappingProxyType({})
 
 
 def _frozen(mapping: Mapping[str, str]) -> Mapping[str, str]:
@@ -87,6 +88,18 @@ class MessageDraft:
         draft.__dict__.update(topic=topic, queue_id=queue_id, body=body, born_timestamp_ms=born_timestamp_ms,
                               born_host=born_host, properties=_frozen(properties),
                               user_properties=_frozen(user_properties))
+        return draft
+
+    @classmethod
+    def owned(cls, topic: str, queue_id: int, body: bytes, born_timestamp_ms: int, born_host: str,
+              properties: dict[str, str], user_properties: dict[str, str]) -> "MessageDraft":
+        """:meth:`trusted` for mappings made for this draft alone (a request's decoded fields, a
+        record's): they are wrapped read-only, not copied first (two dict copies a message).  The
+        caller keeps no other reference to them."""
+        draft = _new(cls)
+        draft.__dict__.update(topic=topic, queue_id=queue_id, body=body, born_timestamp_ms=born_timestamp_ms,
+                              born_host=born_host, properties=MappingProxyType(properties) if properties else _EMPTY,
+                              user_properties=MappingProxyType(user_properties) if user_properties else _EMPTY)
         return draft
 
     def placed(self, queue_id: int) -> "MessageDraft":

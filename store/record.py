@@ -255,7 +255,7 @@ def decode(buf: bytes | memoryview, pos: int, commit_offset: int, room: int) -> 
         body = data[at + 4:]
     except (ValueError, struct.error, UnicodeDecodeError):
         return Invalid.BAD_LAYOUT
-    draft = MessageDraft.trusted(topic, info.queue_id, body, born_ts, host, props, user_props)
+    draft = MessageDraft.owned(topic, info.queue_id, body, born_ts, host, props, user_props)
     return StoredMessage.trusted(draft, commit_offset, size, info.queue_offset, info.store_timestamp_ms)
 
 

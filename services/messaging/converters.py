@@ -190,7 +190,7 @@ def send_item(message, config: MessagingConfig, now_ms: int, client_id: str, che
         properties[Prop.DELIVERY_TIME_MS] = str(delivery_ms)
     born = system.get("born_timestamp")
     born_ms = timestamp_ms(born) if born is not None else now_ms
-    draft = MessageDraft.trusted(topic, -1, body, max(born_ms, 0), system.get("born_host", "")[:256], properties,
+    draft = MessageDraft.owned(topic, -1, body, max(born_ms, 0), system.get("born_host", "")[:256], properties,
                                  user_properties(message.user_properties, config))
     return SendItem.trusted(draft, message_type, group, delivery_ms, client_id)
 

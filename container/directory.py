@@ -13,7 +13,9 @@ import logging
 from typing import TYPE_CHECKING
 
 from services.broker.api import BrokerApi, QueueRoute, TransactionCheck
-from services.messaging.broker_choice import LocalBroker, broker_for_send, broker_named, local_routes, no_master_reason
+from metadata.route_types import TopicRoute
+from services.messaging.broker_choice import (LocalBroker, broker_for_send, broker_named, local_routes, local_topic_route,
+                                              no_master_reason)
 
 if TYPE_CHECKING:
     from container.runtime import BrokerContainer
@@ -131,6 +133,13 @@ class ContainerDirectory:
         self._last_routes[topic] = routes
         while len(self._last_routes) > ROUTE_CACHE_TOPICS:
             del self._last_routes[next(iter(self._last_routes))]
+
+    def local_topic_route(self, topic: str, admin_address: str) -> TopicRoute | None:
+        """The backlog probe's route while no nameserver answers and none was kept."""
+        hosted = self._hosted()
+        masters = [admin_address if h.is_master or h.broker.is_acting
+                   else (h.replica.slave.connected_via if h.replica.slave is not None else "") for h in hosted]
+        return local_topic_route(self._views(hosted), topic, masters)
 
     def local_route(self, topic: str) -> list[QueueRoute]:
         ip, ports = self.container.config.broker_container_ip, self.container.ports

@@ -8,6 +8,11 @@ Rules:
   and TLS (``""`` without ``grpcTlsPort``): the route answers clients with the endpoint of
   the container hosting each broker, in the scheme the client connected with.
 - A nameserver that cannot be reached is logged, never fatal: brokers keep serving.
+- Every route the nameserver gives is kept (per topic, at most ``ROUTE_CACHE_TOPICS``):
+  :meth:`Registration.topic_route` answers the last one while no nameserver answers, so the
+  backlog probe still finds a topic's other brokers (without it, every receive that found
+  nothing waited out its long poll while another broker held the group's messages: a
+  message every 5 s in the test with every controller and nameserver down, 2 runs in 5).
 - A broker with ``enableSlaveActingMaster`` registers with ``enableActingMaster``, so the
   nameserver rewrites its group's routes when the master is gone and tells the members when
   the group's smallest id changes (reference 2.2, 2.3).
@@ -27,15 +32,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from container.hosted_broker import HostedBroker
-from metadata.route_types import BrokerIdentity
+from metadata.route_types import BrokerIdentity, TopicRoute
 from services.broker.api import QueueRoute
-from services.nameserver.client import NameserverClient, NameserverError
+from services.nameserver.client import NameserverClient, NameserverError, NameserverUnavailable
 from services.nameserver.queue_routes import queue_routes
 
 if TYPE_CHECKING:
     from container.runtime import BrokerContainer
 
 log = logging.getLogger(__name__)
+ROUTE_CACHE_TOPICS = 4_096
 
 
 def identity_of(hosted: HostedBroker) -> BrokerIdentity | None:
@@ -63,6 +69,7 @@ class Registration:
         self.client = NameserverClient(container.config.namesrv_addresses)
         self._registered: dict[int, RegisteredAs] = {}  # id(hosted) -> the registration last made
         self._sent: dict[int, RegisteredAs] = {}  # id(hosted) -> the registration last sent, answered or not
+        self._routes: dict[str, TopicRoute | None] = {}  # topic -> the nameserver's last answer
 
     @property
     def admin_address(self) -> str:
@@ -164,5 +171,23 @@ class Registration:
         await self.client.close()
 
     async def query_route(self, topic: str) -> list[QueueRoute]:
-        route = await self.client.query_route(topic)
+        route = await self._ask_route(topic)
         return [] if route is None else queue_routes(route)
+
+    async def topic_route(self, topic: str) -> TopicRoute | None:
+        """The nameserver's route of ``topic``; while none answers, the last one it gave (the
+        failure is raised when there is none)."""
+        try:
+            return await self._ask_route(topic)
+        except NameserverUnavailable:
+            if topic in self._routes:
+                return self._routes[topic]
+            raise
+
+    async def _ask_route(self, topic: str) -> TopicRoute | None:
+        route = await self.client.query_route(topic)
+        self._routes.pop(topic, None)
+        self._routes[topic] = route
+        while len(self._routes) > ROUTE_CACHE_TOPICS:
+            del self._routes[next(iter(self._routes))]
+        return route

@@ -57,6 +57,7 @@ from services.messaging.server import add_broker_port, add_messaging_services, b
 from services.health import HealthService
 from services.cluster_auth import exempt_health, exempt_health_and_admin, server_interceptors
 from services.request_guard import GuardedServer, RequestGuard
+from services.nameserver.client import NameserverUnavailable
 from container.moves import ContainerMoves
 from services.reassign.service import ReassignServicer
 from store.errors import StoreIOError
@@ -364,7 +365,14 @@ class BrokerContainer:
         return [h.broker for h in self.hosted.values() if h.is_master and h.name != but]
 
     async def _route_of(self, topic: str):
-        return await self.registration.client.query_route(topic) if self.registration is not None else None
+        """The backlog probe's route: the nameserver's (its last while none answers), else this
+        container's replicas' own view of the topic."""
+        if self.registration is not None:
+            try:
+                return await self.registration.topic_route(topic)
+            except NameserverUnavailable:
+                pass
+        return self.directory.local_topic_route(topic, f"{self.config.admin_bind_address}:{self.ports['admin']}")
 
     def _start_controller_mode(self, hosted: HostedBroker) -> None:
         if not hosted.controller_mode or hosted.manager is not None:

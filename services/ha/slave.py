@@ -89,7 +89,8 @@ class ReplicationSlave:
         self.settings = SlaveSettings(slave_id, config.sync_from_last_file, config.async_learner,
                                       config.ha_send_heartbeat_interval_ms, config.ha_housekeeping_interval_ms)
         self.session: SlaveSession | None = None
-        self.connected_to = ""
+        self.connected_to = ""    # the master's replication port, while connected
+        self.connected_via = ""   # the internal address that port was located at, while connected
         self.last_close = ""
         self.acked_offset = 0
         self._ack_target = 0
@@ -172,7 +173,7 @@ class ReplicationSlave:
             log.warning("%s-%d: replication from %s stopped: %s", self.name, self.slave_id,
                         self.connected_to or "master", reason)
         self.last_close = reason
-        self.connected_to = ""
+        self.connected_to = self.connected_via = ""
         self._on_change()
 
     # --- one connection -------------------------------------------------------------------------
@@ -189,6 +190,7 @@ class ReplicationSlave:
         self._link = link
         self.session = session
         self.connected_to = f"{host}:{port}"
+        self.connected_via = address   # the master's internal (admin) address it was located at
         self._on_change()
         self._ack_target = 0
         self._ack_wanted.clear()  # a wish left by the last connection (its writer was cancelled) is void

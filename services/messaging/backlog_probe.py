@@ -10,7 +10,9 @@ Rules:
 - The broker asked is the member the route's queues point at: id 0 (the master), else the
   smallest id (a slave acting for its absent master, RIP-32), as ``queue_routes`` picks it.
 - Routes come from the nameserver, kept ``ROUTE_TTL_MS`` per topic (at most ``ROUTE_CACHE``
-  topics).  No route: the key's probe failed; the board tries again at its interval.
+  topics); while it cannot be reached, the container's registration answers the last route
+  it gave for anyone (the clients' route queries too).  No route: the key's probe failed;
+  the board tries again at its interval.
 - An answer that shows a backlog on another broker wakes the receives waiting on this
   container's brokers (their long poll looks again, sees :meth:`elsewhere`, and ends).
 - :class:`BacklogServicer` answers other containers: the named broker's

@@ -25,6 +25,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Callable, NamedTuple, Sequence
 
+from metadata.route_types import BrokerAddress, BrokerRoute, QueueData, TopicRoute
 from services.broker.api import QueueRoute
 from metadata.topic_config import TopicConfig
 
@@ -97,3 +98,21 @@ def local_routes(brokers: Sequence[LocalBroker], topic: str, endpoint: Endpoint,
             routes.append(QueueRoute(topic, queue_id, broker.name, broker.broker_id, config.perm, config.accepts(),
                                      endpoint, tls_endpoint))
     return routes
+
+
+def local_topic_route(brokers: Sequence[LocalBroker], topic: str, master_addresses: Sequence[str]) -> TopicRoute | None:
+    """``topic``'s route as this container's replicas know it, for the backlog probe while no
+    nameserver answers and none was kept: each broker group here that has the topic, pointing
+    at its master's admin address (``master_addresses[i]`` for ``brokers[i]``: this container's
+    when the master is here, the one a slave copies from otherwise; "" leaves the group out).
+    None when no broker here has the topic.  A container whose receives are relayed to it (the
+    clients query routes elsewhere) never asked the nameserver for a route before it went."""
+    groups: dict[str, BrokerRoute] = {}
+    for broker, address in zip(brokers, master_addresses):
+        config = broker.topic(topic)
+        if config is None or not address or (broker.name in groups and not broker.is_master):
+            continue
+        groups[broker.name] = BrokerRoute("", broker.name, {0: BrokerAddress(address, "")},
+                                          QueueData(config.read_queue_nums, config.write_queue_nums, config.perm,
+                                                    config.message_type))
+    return TopicRoute(topic, tuple(groups.values())) if groups else None

@@ -159,6 +159,12 @@ def test_the_data_plane_keeps_working_while_every_controller_is_down(cluster, tm
     counts = finish(cluster, producer, consumers)
     assert counts.lost == set(), f"{len(counts.lost)} acknowledged messages never consumed"
     assert counts.reorders() == 0
+    for consumer in consumers:  # with the nameserver gone too, a receive that found nothing here still learns
+        events = consumer.snapshot()  # of the other broker's messages (the route it last gave), and ends at once
+        last = max(e["t"] for e in events if e["event"] == "recv")
+        waited_out = [e for e in events if e["event"] == "batch" and e["n"] == 0 and e["receive_ms"] >= 4000
+                      and e["t"] < last]
+        assert waited_out == [], f"{len(waited_out)} receives waited out their long poll while messages were to come"
     for container in cluster.containers:  # the controller being down is said once, not a traceback a heartbeat
         text = container.log_path.read_text()
         assert "Traceback" not in text and text.count("container report: no controller answered") == 1, text[-3000:]

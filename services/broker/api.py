@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Protocol, Sequence
+from typing import NamedTuple, Protocol, Sequence
 
 from metadata.message import MessageDraft, MessageType, StoredMessage
 from metadata.status import RequestRejected
@@ -49,22 +49,15 @@ class SendItem:
         return item
 
 
-@dataclass(frozen=True)
-class SendOutcome:
+class SendOutcome(NamedTuple):
+    """One sent message's answer.  A named tuple: the send path makes one per message, from the
+    plain tuple its de-duplication LRU keeps, with ``tuple.__new__`` (C, no ``__init__``)."""
+
     message_id: str
     queue_id: int
     queue_offset: int
     transaction_id: str = ""  # non-empty for TRANSACTION
     recall_handle: str = ""  # non-empty for DELAY
-
-    @classmethod
-    def trusted(cls, message_id: str, queue_id: int, queue_offset: int, transaction_id: str,
-                recall_handle: str) -> "SendOutcome":
-        """The constructor's value, built without the frozen ``__init__`` (one per message sent)."""
-        outcome = object.__new__(cls)
-        outcome.__dict__.update(message_id=message_id, queue_id=queue_id, queue_offset=queue_offset,
-                                transaction_id=transaction_id, recall_handle=recall_handle)
-        return outcome
 
 
 @dataclass(frozen=True)

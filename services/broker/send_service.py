@@ -38,9 +38,13 @@ from store.errors import StoreError
 _NORMAL, _FIFO = MessageType.NORMAL, MessageType.FIFO  # plain: stored as they are, so a request's share one put
 
 
+_outcome = tuple.__new__  # (SendOutcome, kept): the outcome of a plain tuple the LRU kept
+
+
 def _remembered(outcome: SendOutcome) -> tuple:
-    """What the de-duplication LRU keeps of an outcome: ``SendOutcome(*kept)`` rebuilds it."""
-    return (outcome.message_id, outcome.queue_id, outcome.queue_offset, outcome.transaction_id, outcome.recall_handle)
+    """What the de-duplication LRU keeps of an outcome, a plain tuple (the collector stops
+    tracking those; named tuples it walks every full collection)."""
+    return tuple(outcome)
 
 
 class _Run:
@@ -116,7 +120,7 @@ class SendService:
             stored = await self.store.put(drafts)
             remembered = [(key[1], draft.queue_id, s.queue_offset, "", "")
                           for key, draft, s in zip(keys, drafts, stored)]
-            outcomes = [SendOutcome.trusted(*kept) for kept in remembered]
+            outcomes = [_outcome(SendOutcome, kept) for kept in remembered]
             self.dedupe.remember_many(keys, remembered, now)
             future.set_result(outcomes)
             return outcomes
@@ -134,7 +138,7 @@ class SendService:
         key = (item.draft.topic, item.draft.message_id)
         known = self.dedupe.lookup(*key, self.clock.now_ms())
         if known is not None:
-            return SendOutcome(*known)
+            return _outcome(SendOutcome, known)
         if item.draft.message_id and key in self._in_progress:
             future, index = self._in_progress[key]
             return (await asyncio.shield(future))[index]

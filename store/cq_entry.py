@@ -12,12 +12,14 @@ import struct
 from dataclasses import dataclass
 from typing import Callable
 
+from metadata.frozen_values import quick_init
 from store.config import CQ_ENTRY_SIZE
 
 ENTRY = struct.Struct(">qiq")
 assert ENTRY.size == CQ_ENTRY_SIZE
 
 
+@quick_init
 @dataclass(frozen=True)
 class CqEntry:
     commit_offset: int

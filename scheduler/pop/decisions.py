@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Callable, Mapping, Sequence
 
+from metadata.frozen_values import quick_init
 from metadata.message import Prop, StoredMessage
 from metadata.message_filter import MessageFilter
 from scheduler.pop.receipt import ReceiptHandle
@@ -35,6 +36,7 @@ class PopRejection(str, Enum):
     INVALID_RECEIPT_HANDLE = "INVALID_RECEIPT_HANDLE"
 
 
+@quick_init
 @dataclass(frozen=True)
 class PopContext:
     now_ms: int
@@ -46,6 +48,7 @@ class PopContext:
     filter: MessageFilter  # which messages are delivered (the rest are passed over)
 
 
+@quick_init
 @dataclass(frozen=True)
 class Delivery:
     message: StoredMessage
@@ -53,6 +56,7 @@ class Delivery:
     dead_letter: bool = False  # attempts exhausted: move to the DLQ, then ack
 
 
+@quick_init
 @dataclass(frozen=True)
 class PopPlan:
     record: PopRecord | None

@@ -14,12 +14,14 @@ import binascii
 import zlib
 from dataclasses import dataclass
 
+from metadata.frozen_values import quick_init
 from metadata.names import is_valid_topic_name
 
 MAX_HANDLE_LENGTH = 1024
 _SEP = "|"
 
 
+@quick_init
 @dataclass(frozen=True)
 class ReceiptHandle:
     topic: str

@@ -23,10 +23,13 @@ import json
 from dataclasses import dataclass
 from typing import Sequence, Union
 
+from metadata.frozen_values import quick_init
+
 REVIVE_TOPIC = "rmq_sys_REVIVE_LOG"
 SKIPS_PER_BODY = 1000  # a body of 1000 skips of the longest names is about 400 KB, under maxMessageSize
 
 
+@quick_init
 @dataclass(frozen=True)
 class QueueKey:
     group: str
@@ -34,6 +37,7 @@ class QueueKey:
     queue_id: int
 
 
+@quick_init
 @dataclass(frozen=True)
 class InFlight:
     offset: int
@@ -55,6 +59,7 @@ class InFlight:
         return cls(int(o), int(s), int(a), int(d), int(m), int(c), bool(f), str(g))
 
 
+@quick_init
 @dataclass(frozen=True)
 class PopRecord:
     key: QueueKey
@@ -63,6 +68,7 @@ class PopRecord:
     entries: tuple[InFlight, ...]
 
 
+@quick_init
 @dataclass(frozen=True)
 class ChangeRecord:
     key: QueueKey
@@ -71,6 +77,7 @@ class ChangeRecord:
     deadline_ms: int
 
 
+@quick_init
 @dataclass(frozen=True)
 class AckRecord:
     key: QueueKey

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Iterator, Sequence
 
+from metadata.frozen_values import quick_init
 from scheduler.pop.receipt import ReceiptHandle
 from scheduler.pop.records import ChangeRecord, InFlight, PopRecord, QueueKey, Record, ResetRecord, SkipRecord
 
@@ -36,6 +37,7 @@ class HandleCheck(str, Enum):
     STALE = "STALE"  # an older delivery's handle, or unknown: INVALID_RECEIPT_HANDLE
 
 
+@quick_init
 @dataclass(frozen=True)
 class OffsetCommit:
     topic: str

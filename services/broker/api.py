@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple, Protocol, Sequence
 
+from metadata.frozen_values import quick_init
 from metadata.message import MessageDraft, MessageType, StoredMessage
 from metadata.status import RequestRejected
 
@@ -23,6 +24,7 @@ class FilterType(str, Enum):
     SQL = "SQL"
 
 
+@quick_init
 @dataclass(frozen=True)
 class FilterExpression:
     type: FilterType = FilterType.TAG
@@ -60,6 +62,7 @@ class SendOutcome(NamedTuple):
     recall_handle: str = ""  # non-empty for DELAY
 
 
+@quick_init
 @dataclass(frozen=True)
 class ReceiveRequest:
     client_id: str
@@ -79,6 +82,7 @@ class ReceiveRequest:
     yields_to_backlog_elsewhere: bool = False
 
 
+@quick_init
 @dataclass(frozen=True)
 class Delivery:
     message: StoredMessage

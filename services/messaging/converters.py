@@ -15,6 +15,7 @@ import re
 import zlib
 from dataclasses import dataclass
 
+from metadata.frozen_values import quick_init
 from metadata.message import MessageDraft, MessageType, Prop
 from metadata.names import is_system_topic, is_valid_group_name, is_valid_topic_name
 from metadata.status import Code, RequestRejected
@@ -36,6 +37,7 @@ class ClientContext:
     access_key: str = ""  # the authenticated access key (checked by the server), "" when not authenticated
 
 
+@quick_init
 @dataclass(frozen=True)
 class AckEntry:
     message_id: str

@@ -80,7 +80,7 @@ class CommitLog:
         offset = self.write_offset
         chunk_start, chunk = offset, []
         segment_end = self.files.segment_start(offset) + self.segment_size
-        seal = record.seal
+        seal_parts = record.seal_parts
         for tail, queue_id, queue_offset, born_timestamp_ms in records:
             size = HEADER_SIZE + len(tail)
             if offset + size + BLANK_SIZE > segment_end:
@@ -88,7 +88,7 @@ class CommitLog:
                 self._write(chunk_start, chunk)
                 offset = chunk_start = segment_end
                 chunk, segment_end = [], segment_end + self.segment_size
-            chunk.append(seal(tail, queue_id, queue_offset, offset, store_timestamp_ms, born_timestamp_ms))
+            chunk += seal_parts(tail, queue_id, queue_offset, offset, store_timestamp_ms, born_timestamp_ms)
             offsets.append(offset)
             offset += size
         self._write(chunk_start, chunk)

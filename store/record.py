@@ -133,13 +133,19 @@ _HEAD_FRONT = struct.Struct(">II")  # size, magic: the bytes before the CRC
 _HEAD_BACK = struct.Struct(">iIqqqq")  # queue id .. born timestamp: the bytes after it
 
 
+def seal_parts(tail: bytes, queue_id: int, queue_offset: int, commit_offset: int,
+               store_timestamp_ms: int, born_timestamp_ms: int) -> tuple[bytes, bytes, bytes, bytes]:
+    """:func:`seal`'s bytes in four parts, for a writer that joins many records at once (one
+    copy of each body into the write, not two)."""
+    front = _HEAD_FRONT.pack(HEADER_SIZE + len(tail), MESSAGE_MAGIC)
+    back = _HEAD_BACK.pack(queue_id, 0, queue_offset, commit_offset, store_timestamp_ms, born_timestamp_ms)
+    return front, _U32.pack(zlib.crc32(tail, zlib.crc32(back, zlib.crc32(front)))), back, tail
+
+
 def seal(tail: bytes, queue_id: int, queue_offset: int, commit_offset: int,
          store_timestamp_ms: int, born_timestamp_ms: int) -> bytes:
     """Header + tail with its CRC: the bytes written to the commit log."""
-    front = _HEAD_FRONT.pack(HEADER_SIZE + len(tail), MESSAGE_MAGIC)
-    back = _HEAD_BACK.pack(queue_id, 0, queue_offset, commit_offset, store_timestamp_ms, born_timestamp_ms)
-    crc = zlib.crc32(tail, zlib.crc32(back, zlib.crc32(front)))
-    return b"".join((front, _U32.pack(crc), back, tail))
+    return b"".join(seal_parts(tail, queue_id, queue_offset, commit_offset, store_timestamp_ms, born_timestamp_ms))
 
 
 def encode_record(draft: MessageDraft, queue_offset: int, commit_offset: int, store_timestamp_ms: int) -> bytes:

@@ -6,6 +6,7 @@ from hypothesis import given, strategies as st
 from metadata.message import MessageDraft, Prop, StoredMessage
 from metadata.message_filter import MessageFilter
 from scheduler.pop.decisions import PopContext, PopRejection, decide_ack, decide_change, plan_fifo_redelivery, plan_new
+from scheduler.pop import receipt
 from scheduler.pop.receipt import ReceiptHandle, decode
 from scheduler.pop.records import AckRecord, QueueKey, decode_record, decode_records, encode_record, encode_records
 from scheduler.pop.table import HandleCheck, PopTable
@@ -17,6 +18,24 @@ topics = st.from_regex(r"[%a-zA-Z0-9_-]{1,40}", fullmatch=True)
 def test_receipt_handle_round_trips(topic, queue_id, offset, seq):
     handle = ReceiptHandle(topic, queue_id, offset, seq)
     assert decode(handle.encode()) == handle
+
+
+@given(st.one_of(topics, st.text(min_size=1, max_size=40)), st.integers(-3, 2**64), st.integers(-3, 2**64),
+       st.integers(-3, 2**64))
+def test_a_handle_issued_here_decodes_as_its_text_alone_would(topic, queue_id, offset, seq):
+    text = ReceiptHandle(topic, queue_id, offset, seq).encode()
+    remembered = decode(text)  # found among the handles issued lately, when decoding would find it
+    receipt._issued.clear()
+    assert decode(text) == remembered
+
+
+def test_the_handles_issued_lately_are_bounded_and_looked_up():
+    receipt._issued.clear()
+    texts = [ReceiptHandle("t", 0, offset, 1).encode() for offset in range(receipt.ISSUED_MAX + 10)]
+    assert len(receipt._issued) <= receipt.ISSUED_MAX
+    assert receipt._issued[texts[-1]] == ("t", 0, receipt.ISSUED_MAX + 9, 1)
+    assert decode(texts[-1]) == ReceiptHandle("t", 0, receipt.ISSUED_MAX + 9, 1)
+    assert decode(texts[0]) == ReceiptHandle("t", 0, 0, 1)  # forgotten: decoded from its text
 
 
 @given(st.one_of(st.text(max_size=200), st.binary(max_size=50), st.none(), st.integers()))

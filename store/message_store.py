@@ -49,6 +49,7 @@ from store.errors import (BadOffset, BadReplicationData, BatchTooLarge, DiskFull
                           MessageTooLarge, NotWritable, StoreClosed, StoreError, StoreIOError)
 from store.flush import FlushHooks, FlushService, GroupCommit
 from store.held_entries import HeldEntries, Pending, Run, runs_of
+from store.put_rows import Placed, Row, encode_rows, row_of
 from store.queue_table import QueueTable
 from store.reader import Reader
 from store.record import Invalid
@@ -179,9 +180,16 @@ class MessageStore(Reader):
             raise StoreClosed("the store is not running")
 
     async def put(self, drafts: Sequence[MessageDraft]) -> list[StoredMessage]:
+        now, placed = await self.put_rows([row_of(draft) for draft in drafts])
+        trusted = StoredMessage.trusted
+        return [trusted(draft, commit_offset, size, queue_offset, now)
+                for draft, (commit_offset, size, queue_offset) in zip(drafts, placed)]
+
+    async def put_rows(self, rows: Sequence[Row]) -> tuple[int, list[Placed]]:
+        """Write ``rows`` (store.put_rows) as one put: the store timestamp, and where each went."""
         self._check_open()
-        if len(drafts) > self.config.max_batch_put:
-            raise BatchTooLarge(f"{len(drafts)} records in one put, more than maxBatchPut {self.config.max_batch_put}")
+        if len(rows) > self.config.max_batch_put:
+            raise BatchTooLarge(f"{len(rows)} records in one put, more than maxBatchPut {self.config.max_batch_put}")
         if self._disk_full and not self._disk_space_back():
             raise DiskFull(f"disk usage above diskSpaceWarningLevelRatio {self.config.disk_space_warning_level_ratio}%")
         if self._refusing_puts is not None or self._fenced is not None:
@@ -189,12 +197,12 @@ class MessageStore(Reader):
         if self._write_failure is not None and not self.retry_failed_writes():
             raise DiskFull(f"the store cannot write ({self._write_failure}); retrying every {WRITE_RETRY_MS} ms")
         self._loop = asyncio.get_running_loop()
-        stored, pending = self._write(drafts)
+        written, pending = self._write(rows)
         self._notify_written()
         if self.config.flush_disk_type is FlushDiskType.ASYNC_FLUSH:
             self._index(pending)
             self._check_still_owner()
-            return stored
+            return written
         waiter = self._loop.create_future()
         self._pending.extend(pending)
         self._waiters.append((self._log.write_offset, waiter))
@@ -207,7 +215,7 @@ class MessageStore(Reader):
         finally:
             timeout.cancel()
         self._check_still_owner()
-        return stored
+        return written
 
     def _check_still_owner(self) -> None:
         if self.shared is not None and self.fenced():
@@ -218,27 +226,10 @@ class MessageStore(Reader):
         self._fenced = self._fenced or fenced_reason(self.config.store_path_root_dir, self.ownership_epoch)
         return self._fenced
 
-    def _write(self, drafts: Sequence[MessageDraft]) -> tuple[list[StoredMessage], list[Pending]]:
+    def _write(self, rows: Sequence[Row]) -> tuple[tuple[int, list[Placed]], list[Pending]]:
         """Encode, assign queue offsets and append; nothing is assigned if anything is refused."""
         limit = min(self.config.max_message_size, self._log.max_record_size()) - record.HEADER_SIZE
-        next_queue_offset = self._next_queue_offset
-        offsets: dict[tuple[str, int], int] = {}  # only the queues this put touches
-        records = []
-        encode_tail = record.encode_tail
-        for draft in drafts:
-            try:
-                tail = encode_tail(draft)
-            except ValueError as failure:
-                raise MessageTooLarge(f"message to {draft.topic}: {failure}") from None
-            if len(tail) > limit:
-                raise MessageTooLarge(f"message to {draft.topic} is {record.HEADER_SIZE + len(tail)} bytes "
-                                      f"encoded, more than {limit + record.HEADER_SIZE} (maxMessageSize / segment size)")
-            key = (draft.topic, draft.queue_id)
-            queue_offset = offsets.get(key)
-            if queue_offset is None:
-                queue_offset = next_queue_offset.get(key, 0)
-            offsets[key] = queue_offset + 1
-            records.append((tail, draft.queue_id, queue_offset, draft.born_timestamp_ms))
+        records, offsets = encode_rows(rows, limit, self._next_queue_offset)
         now = self._now_ms()
         try:
             commit_offsets = self._log.append(records, now)
@@ -246,15 +237,15 @@ class MessageStore(Reader):
             self._write_failure = f"commit log write failed: {failure}"
             self._last_write_retry_ms = now
             raise DiskFull(self._write_failure) from None
-        next_queue_offset.update(offsets)
-        stored, pending = [], []
-        trusted, header_size = StoredMessage.trusted, record.HEADER_SIZE
-        for draft, (tail, queue_id, queue_offset, _), commit_offset in zip(drafts, records, commit_offsets):
+        self._next_queue_offset.update(offsets)
+        placed, pending = [], []
+        header_size, tag = record.HEADER_SIZE, Prop.TAG
+        for row, (tail, queue_id, queue_offset, _), commit_offset in zip(rows, records, commit_offsets):
             size = header_size + len(tail)
-            stored.append(trusted(draft, commit_offset, size, queue_offset, now))
-            entry = encode_entry(commit_offset, size, tag_hash(draft.properties.get(Prop.TAG)))
-            pending.append((commit_offset + size, draft.topic, queue_id, queue_offset, entry))
-        return stored, pending
+            placed.append((commit_offset, size, queue_offset))
+            entry = encode_entry(commit_offset, size, tag_hash(row[4].get(tag)))
+            pending.append((commit_offset + size, row[0], queue_id, queue_offset, entry))
+        return (now, placed), pending
 
     def _index(self, pending: Sequence[Pending]) -> None:
         """Write consume-queue entries (grouped per queue) and wake listeners."""

@@ -33,6 +33,7 @@ from services.broker.timer_service import TimerService
 from services.broker.topics import TopicManager
 from services.broker.transaction_service import TransactionService
 from store.errors import StoreError
+from store.put_rows import Row
 
 
 _NORMAL, _FIFO = MessageType.NORMAL, MessageType.FIFO  # plain: stored as they are, so a request's share one put
@@ -110,16 +111,15 @@ class SendService:
         if not run.items:
             return []
         now = self.clock.now_ms()
-        drafts = self._placed_run(run.items, now)
+        rows = self._rows(run.items, now)
         future = asyncio.get_running_loop().create_future()
         keys, in_progress = run.keys, self._in_progress
         for index, key in enumerate(keys):
             if key[1]:
                 in_progress[key] = (future, index)
         try:
-            stored = await self.store.put(drafts)
-            remembered = [(key[1], draft.queue_id, s.queue_offset, "", "")
-                          for key, draft, s in zip(keys, drafts, stored)]
+            _, placed = await self.store.put_rows(rows)  # no stored message per record: 3 numbers are read
+            remembered = [(key[1], row[1], where[2], "", "") for key, row, where in zip(keys, rows, placed)]
             outcomes = [_outcome(SendOutcome, kept) for kept in remembered]
             self.dedupe.remember_many(keys, remembered, now)
             future.set_result(outcomes)
@@ -177,35 +177,37 @@ class SendService:
 
     def _placed(self, item: SendItem, now_ms: int) -> MessageDraft:
         """The draft with its queue chosen and its type (and FIFO group) among its properties."""
-        return self._placed_run([item], now_ms)[0]
+        topic, queue, born_ms, host, properties, user_properties, body = self._rows([item], now_ms)[0]
+        return MessageDraft.trusted(topic, queue, body, born_ms, host, properties, user_properties)
 
-    def _placed_run(self, items: Sequence[SendItem], now_ms: int) -> list[MessageDraft]:
-        """:meth:`_placed` of each item; the topic is looked up once per (topic, type)."""
+    def _rows(self, items: Sequence[SendItem], now_ms: int) -> list[Row]:
+        """Each item for its queue, its type (and FIFO group) among its properties, as the store's
+        row; the topic is looked up once per (topic, type)."""
         configs: dict[tuple[str, str], TopicConfig] = {}
         normal_queues: dict[str, int] = {}  # topic -> the one queue of this run's NORMAL messages
-        placed = []
+        rows = []
         for item in items:
             draft, message_type = item.draft, item.message_type
+            name = draft.topic
             type_name = message_type._value_  # the plain str: hashing the Enum is a Python call
-            topic = configs.get((draft.topic, type_name))
+            topic = configs.get((name, type_name))
             if topic is None:
-                topic = configs[(draft.topic, type_name)] = self.topics.for_send(draft.topic, message_type, now_ms)
+                topic = configs[(name, type_name)] = self.topics.for_send(name, message_type, now_ms)
             properties = draft.properties
             if properties.get(Prop.MESSAGE_TYPE) != type_name or (
                     item.message_group and properties.get(Prop.MESSAGE_GROUP) != item.message_group):
                 properties = {**properties, Prop.MESSAGE_TYPE: type_name}
                 if item.message_group:
                     properties[Prop.MESSAGE_GROUP] = item.message_group
-                draft = MessageDraft.trusted(draft.topic, draft.queue_id, draft.body, draft.born_timestamp_ms,
-                                             draft.born_host, properties, draft.user_properties)
             if message_type is _NORMAL:
-                queue = normal_queues.get(draft.topic)
+                queue = normal_queues.get(name)
                 if queue is None:
-                    queue = normal_queues[draft.topic] = self._queue(topic, item)
+                    queue = normal_queues[name] = self._queue(topic, item)
             else:
                 queue = self._queue(topic, item)
-            placed.append(draft.placed(queue))
-        return placed
+            rows.append((name, queue, draft.born_timestamp_ms, draft.born_host, properties, draft.user_properties,
+                         draft.body))
+        return rows
 
     async def _send_one(self, item: SendItem) -> SendOutcome:
         now = self.clock.now_ms()

@@ -47,6 +47,12 @@ class FakeStore:
                 listener(message.topic, message.queue_id, message.queue_offset + 1)
         return stored
 
+    async def put_rows(self, rows) -> tuple[int, list[tuple[int, int, int]]]:
+        """MessageStore.put_rows: rows (store.put_rows.Row) in, (now, where each went) out."""
+        stored = await self.put([MessageDraft.trusted(topic, queue_id, body, born_ms, host, properties, user_properties)
+                                 for topic, queue_id, born_ms, host, properties, user_properties, body in rows])
+        return self._now_ms(), [(s.commit_offset, s.size, s.queue_offset) for s in stored]
+
     def get(self, topic: str, queue_id: int, offset: int, max_count: int, max_bytes: int = 4 << 20,
             tag_codes: frozenset[int] | None = None) -> GetResult:
         queue = self._queues.get((topic, queue_id), [])

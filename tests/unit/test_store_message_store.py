@@ -104,6 +104,36 @@ def test_put_get_roll_over_and_restart(tmp_path):
     store.shutdown()
 
 
+def test_rows_are_the_same_put_as_drafts_and_a_refused_row_assigns_nothing(tmp_path):
+    """put_rows (the send path's put) writes what put of the same drafts writes, and answers
+    where each record went; a row refused in the middle leaves no offset taken."""
+    from store.put_rows import row_of
+
+    async def scenario():
+        by_rows, by_drafts = make(tmp_path / "rows"), make(tmp_path / "drafts")
+        by_rows.start(), by_drafts.start()
+        drafts = [draft(i, queue_id=i % 2, tag="a" if i % 3 else None) for i in range(7)]
+        now, placed = await by_rows.put_rows([row_of(d) for d in drafts])
+        stored = await by_drafts.put(drafts)
+        assert now == 1_000_000
+        assert placed == [(m.commit_offset, m.size, m.queue_offset) for m in stored]
+        assert [q for _, _, q in placed] == [0, 0, 1, 1, 2, 2, 3]
+        for queue_id in (0, 1):
+            rows_got = by_rows.get("T", queue_id, 0, 100, max_bytes=1 << 30).messages
+            drafts_got = by_drafts.get("T", queue_id, 0, 100, max_bytes=1 << 30).messages
+            assert [(m.draft, m.commit_offset, m.queue_offset) for m in rows_got] == \
+                   [(m.draft, m.commit_offset, m.queue_offset) for m in drafts_got]
+        end = by_rows.commit_log_max_offset
+        with pytest.raises(MessageTooLarge):
+            await by_rows.put_rows([row_of(draft(8)), row_of(draft(9, size=SEGMENT * 2))])
+        assert by_rows.commit_log_max_offset == end
+        _, placed = await by_rows.put_rows([row_of(draft(10))])
+        assert placed[0][2] == 4  # queue 0 goes on from 4: the refused put took nothing
+        by_rows.shutdown(), by_drafts.shutdown()
+
+    run(scenario())
+
+
 def test_get_statuses_limits_and_tag_filter(tmp_path):
     async def scenario():
         store = make(tmp_path)

@@ -169,53 +169,44 @@ def send_items(request, config: MessagingConfig, now_ms: int, client_id: str) ->
     return items
 
 
-_FIELD_NAMES: dict = {}  # SystemProperties field descriptor -> its name (upb makes the name anew per access)
-
-
-def _set_fields(system_properties) -> dict:
-    """The set fields of ``system_properties`` by name, in one call: a dozen accessor and
-    HasField calls cost four times as much (an unset optional field is absent, as HasField
-    says), and a descriptor's name read per field is a third of what remains."""
-    fields = {}
-    names = _FIELD_NAMES
-    for descriptor, value in system_properties.ListFields():
-        name = names.get(descriptor)
-        if name is None:
-            name = names[descriptor] = descriptor.name
-        fields[name] = value
-    return fields
-
-
 def send_item(message, config: MessagingConfig, now_ms: int, client_id: str, checked_topic: str | None = None) -> SendItem:
     topic = message.topic.name
     if topic != checked_topic or checked_topic is None:
         topic = topic_name(message.topic, allow_system=False)
-    system = _set_fields(message.system_properties)
-    body = _body(message.body, system.get("body_encoding", pb.ENCODING_UNSPECIFIED), config)
-    identifier = system.get("message_id", "")
+    # each field read once, optional ones behind HasField: 0.72 us a message, against 1.56 for
+    # ListFields into a dict by name (upb makes each descriptor's name anew), timeit
+    system = message.system_properties
+    has = system.HasField
+    body = _body(message.body, system.body_encoding, config)
+    identifier = system.message_id
     # printable ASCII of the allowed length, in the C checks alone; anything else the full check
     if not (identifier.isascii() and identifier.isprintable() and 0 < len(identifier) <= config.max_message_id_size):
         identifier = message_id(identifier, config)
     properties = {Prop.MESSAGE_ID: identifier}
-    tag = system.get("tag")
-    if tag is not None:
-        properties[Prop.TAG] = _tag(tag, config)
-    keys = system.get("keys")
+    if has("tag"):
+        properties[Prop.TAG] = _tag(system.tag, config)
+    keys = system.keys
     if keys:
         properties[Prop.KEYS] = _keys(keys, config)
-    if system.get("message_type") == pb.NORMAL and "message_group" not in system and "delivery_timestamp" not in system:
+    declared = system.message_type
+    grouped, delayed = has("message_group"), has("delivery_timestamp")
+    if declared == pb.NORMAL and not grouped and not delayed:
         message_type, group, delivery_ms = _NORMAL, None, None  # what the official clients send most
     else:
-        message_type, group, delivery_ms = _type_and_schedule(system, config, now_ms)
+        typing = {"message_type": declared}
+        if grouped:
+            typing["message_group"] = system.message_group
+        if delayed:
+            typing["delivery_timestamp"] = system.delivery_timestamp
+        message_type, group, delivery_ms = _type_and_schedule(typing, config, now_ms)
     properties[Prop.MESSAGE_TYPE] = message_type._value_  # the plain str, without Enum.value's property
     if group is not None:
         properties[Prop.MESSAGE_GROUP] = group
     if delivery_ms is not None:
         properties[Prop.DELIVERY_TIME_MS] = str(delivery_ms)
-    born = system.get("born_timestamp")
-    born_ms = timestamp_ms(born) if born is not None else now_ms
+    born_ms = timestamp_ms(system.born_timestamp) if has("born_timestamp") else now_ms
     user = message.user_properties
-    draft = MessageDraft.owned(topic, -1, body, born_ms if born_ms > 0 else 0, system.get("born_host", "")[:256],
+    draft = MessageDraft.owned(topic, -1, body, born_ms if born_ms > 0 else 0, system.born_host[:256],
                                properties, user_properties(user, config) if user else {})
     return SendItem.trusted(draft, message_type, group, delivery_ms, client_id)
 

@@ -101,12 +101,12 @@ def test_a_batch_is_one_put_in_order_and_duplicates_inside_it_or_in_flight_are_n
     async def scenario():
         broker = await _with_topic(harness, queues=1)
         puts = []
-        real_put = harness.store.put
+        real_put = harness.store.put_rows  # a send's runs are put as rows
 
-        async def counting_put(drafts):
-            puts.append(len(drafts))
-            return await real_put(drafts)
-        harness.store.put = counting_put
+        async def counting_put(rows):
+            puts.append(len(rows))
+            return await real_put(rows)
+        harness.store.put_rows = counting_put
 
         def item(message_id, body, kind=MessageType.NORMAL, group=None):
             props = {Prop.MESSAGE_ID: message_id}

@@ -26,6 +26,9 @@ class SendDedupe(Generic[T]):
             return None
         return found[1]
 
+    def clear(self) -> None:
+        self._entries.clear()
+
     def remember(self, topic: str, message_id: str, outcome: T, now_ms: int) -> None:
         self.remember_many([(topic, message_id)], [outcome], now_ms)
 

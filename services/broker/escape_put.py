@@ -44,7 +44,7 @@ def _queue_of(broker, item: EscapedItem, now_ms: int) -> int:
 
 async def escape_put(broker, items: Sequence[EscapedItem]) -> list[EscapedPlace]:
     now = broker.clock.now_ms()
-    dedupe = broker.sender.dedupe
+    dedupe = broker.sender.current_outcomes()  # forgotten after a cut: a repeated escape is stored again
     places: list[EscapedPlace | None] = []
     drafts, fresh = [], []
     for index, item in enumerate(items):

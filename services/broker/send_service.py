@@ -14,7 +14,10 @@ Rules:
   ``maxBatchPut``): one write, one group-committed fdatasync, offsets in request order;
   nothing of the run is stored if the store refuses any of it.
 - A message id answered recently is answered again from the de-duplication LRU (client
-  retries), and a send still in progress with the same id is awaited, not duplicated.
+  retries), and a send still in progress with the same id is awaited, not duplicated.  The
+  LRU is derived from the log: once the log is cut or the broker steps down (the store's
+  derived generation moves) it is emptied, so a retry is stored again rather than answered
+  for a record that may be gone.
 """
 from __future__ import annotations
 
@@ -81,8 +84,7 @@ class SendService:
     async def send(self, items: Sequence[SendItem]) -> list[SendOutcome]:
         """Consecutive plain messages share one store put (one write, one fdatasync); the rest
         (DELAY, TRANSACTION, ids already answered or in progress) go one by one, in order."""
-        if self.store.derived_generation != self._generation:
-            self._forget_outcomes()
+        self.current_outcomes()
         outcomes: list[SendOutcome] = []
         run = _Run()
         now_ms = self.clock.now_ms()
@@ -94,6 +96,13 @@ class SendService:
                     outcomes.append(await self._send_deduplicated(item))
         outcomes += await self._put_run(run)
         return outcomes
+
+    def current_outcomes(self) -> SendDedupe[tuple]:
+        """The de-duplication LRU, emptied first if the log was cut or this broker stepped down
+        since it was filled (every reader of it goes through here: sends and escapes)."""
+        if self.store.derived_generation != self._generation:
+            self._forget_outcomes()
+        return self.dedupe
 
     def _forget_outcomes(self) -> None:
         """The log was cut, or this broker stepped down as master, since the outcomes remembered

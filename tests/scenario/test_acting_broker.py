@@ -244,6 +244,26 @@ def test_nothing_escapes_into_a_master_in_pre_online(tmp_path):
     run(scenario())
 
 
+def test_an_escape_repeated_after_the_targets_log_was_cut_is_stored_again(tmp_path):
+    """A target keeps an escape's key once within its de-duplication window, but only while the
+    record is there: after its log was cut (or it stepped down), a repeated escape is stored
+    again, not answered with a place that no longer holds it (the chaos finding of the send
+    path, services.broker.send_service)."""
+    async def scenario():
+        pair = await Pair(tmp_path).start()
+        store = pair.target_store
+        cut = store.commit_log_max_offset
+        item = EscapedItem("broker-a:timer:9", EscapeKind.DELAY, draft(message_id="E9"))
+        first = await pair.target.escape_put([item])
+        assert await pair.target.escape_put([item]) == first  # repeated: not stored twice
+        assert [m.message_id for q in (0, 1) for m in store.get(TOPIC, q, 0, 10).messages] == ["E9"]
+        store.truncate(cut)  # rejoining as a slave: the record is gone
+        await pair.target.escape_put([item])
+        assert [m.message_id for q in (0, 1) for m in store.get(TOPIC, q, 0, 10).messages] == ["E9"]
+        await pair.stop()
+    run(scenario())
+
+
 def test_after_a_failed_put_on_the_local_master_due_messages_wait_one_retry_interval_not_the_exclusion(tmp_path):
     """Issue 24 defect 3: the only target, the master next to the acting slave, failed one put
     (its replica wait ran out: its own slave died with the other container).  It is alive: the

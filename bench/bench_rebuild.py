@@ -69,11 +69,11 @@ async def measure(root: Path, messages: int) -> dict:
         await broker.upsert_topic(TopicConfig("T", 4, 4))
         await broker.upsert_topic(TopicConfig("D", 4, 4, message_type="DELAY"))
         for start in range(0, messages, 32):
-            await broker.send([SendItem(MessageDraft("T", -1, b"x" * 256, clock.now_ms(),
+            await broker.send([SendItem.of(MessageDraft("T", -1, b"x" * 256, clock.now_ms(),
                                                      properties={Prop.MESSAGE_ID: f"M{start + i}"}),
                                         MessageType.NORMAL) for i in range(min(32, messages - start))])
         for start in range(0, messages // 10, 32):
-            await broker.send([SendItem(MessageDraft("D", -1, b"d", clock.now_ms(),
+            await broker.send([SendItem.of(MessageDraft("D", -1, b"d", clock.now_ms(),
                                                      properties={Prop.MESSAGE_ID: f"D{start + i}"}),
                                         MessageType.DELAY, None, clock.now_ms() + 3_600_000)
                                for i in range(min(32, messages // 10 - start))])

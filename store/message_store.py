@@ -37,7 +37,7 @@ from collections import deque
 from typing import Callable, Sequence
 
 from ha.replication.messages import QueueSlice
-from metadata.message import MessageDraft, Prop, StoredMessage, tag_hash
+from metadata.message import MessageDraft, StoredMessage, tag_hash
 from store import record, retention
 from store.checkpoint import Checkpoint
 from store.checkpoint_file import CheckpointFile
@@ -239,11 +239,11 @@ class MessageStore(Reader):
             raise DiskFull(self._write_failure) from None
         self._next_queue_offset.update(offsets)
         placed, pending = [], []
-        header_size, tag = record.HEADER_SIZE, Prop.TAG
+        header_size = record.HEADER_SIZE
         for row, (tail, queue_id, queue_offset, _), commit_offset in zip(rows, records, commit_offsets):
             size = header_size + len(tail)
             placed.append((commit_offset, size, queue_offset))
-            entry = encode_entry(commit_offset, size, tag_hash(row[4].get(tag)))
+            entry = encode_entry(commit_offset, size, tag_hash(row[7]))
             pending.append((commit_offset + size, row[0], queue_id, queue_offset, entry))
         return (now, placed), pending
 

@@ -34,7 +34,7 @@ import zlib
 from enum import Enum
 from typing import Mapping, NamedTuple
 
-from metadata.message import MessageDraft, StoredMessage
+from metadata.message import MessageDraft, Prop, StoredMessage
 
 MESSAGE_MAGIC = 0xDA7A5EED
 BLANK_MAGIC = 0xB1A4CEED
@@ -121,6 +121,50 @@ def encode_properties(props: Mapping[str, str]) -> bytes:
     return _properties_section(props)
 
 
+def _entry(key: str, value: str) -> bytes:
+    data = value.encode("utf-8")
+    return _short_text(key, "property key") + _U32.pack(len(data)) + data
+
+
+_MESSAGE_ID_KEY, _TAG_KEY, _KEYS_KEY, _GROUP_KEY = (_short_text(key, "property key") for key in (
+    Prop.MESSAGE_ID, Prop.TAG, Prop.KEYS, Prop.MESSAGE_GROUP))
+_type_entries: dict[str, bytes] = {}  # message type name -> its whole entry (a handful of names)
+
+
+def message_properties_section(message_id: str, tag: str | None, keys: str | None, message_type: str,
+                               group: str | None, delivery_ms: int | None, other: Mapping[str, str]) -> bytes:
+    """The properties section of a message sent with these fields, without a dict: the same
+    bytes as ``encode_properties`` of the dict ``services.broker.api.SendItem.properties``
+    makes (message id, tag, keys, type, group, delivery time, then the others; empty ones
+    left out).  A batch's message spent about 2 us making that dict and encoding it again."""
+    pack = _U32.pack
+    parts: list[bytes] = []
+    if message_id:
+        data = message_id.encode("utf-8")
+        parts += (_MESSAGE_ID_KEY, pack(len(data)), data)
+    if tag:
+        data = tag.encode("utf-8")
+        parts += (_TAG_KEY, pack(len(data)), data)
+    if keys:
+        data = keys.encode("utf-8")
+        parts += (_KEYS_KEY, pack(len(data)), data)
+    entry = _type_entries.get(message_type)
+    if entry is None:
+        entry = _entry(Prop.MESSAGE_TYPE, message_type)
+        if len(_type_entries) < 64:
+            _type_entries[message_type] = entry
+    parts.append(entry)
+    if group:
+        data = group.encode("utf-8")
+        parts += (_GROUP_KEY, pack(len(data)), data)
+    if delivery_ms is not None:
+        parts.append(_entry(Prop.DELIVERY_TIME_MS, str(delivery_ms)))
+    for key, value in other.items():
+        parts.append(_entry(key, value))
+    section = b"".join(parts)
+    return pack(len(section)) + section
+
+
 def encode_tail(draft: MessageDraft) -> bytes:
     """Everything after the header; its length fixes the record size before placement."""
     return encode_tail_fields(draft.topic, draft.born_host, draft.properties, draft.user_properties, draft.body)
@@ -129,10 +173,16 @@ def encode_tail(draft: MessageDraft) -> bytes:
 def encode_tail_fields(topic: str, born_host: str, properties: Mapping[str, str], user_properties: Mapping[str, str],
                        body: bytes) -> bytes:
     """:func:`encode_tail` of a message given by its fields."""
+    return tail_of_sections(topic, born_host, _properties_section(properties), _properties_section(user_properties),
+                            body)
+
+
+def tail_of_sections(topic: str, born_host: str, properties_section: bytes, user_section: bytes, body: bytes) -> bytes:
+    """:func:`encode_tail` of a message whose properties sections are encoded already."""
     texts = _short_texts
     return b"".join((texts.get(topic) or _short_text(topic, "topic"),
                      texts.get(born_host) or _short_text(born_host, "born host"),
-                     _properties_section(properties), _properties_section(user_properties), _U32.pack(len(body)), body))
+                     properties_section, user_section, _U32.pack(len(body)), body))
 
 
 _HEAD_FRONT = struct.Struct(">II")  # size, magic: the bytes before the CRC
@@ -239,6 +289,17 @@ def _properties(data: bytes, pos: int, end: int) -> tuple[dict[str, str], int]:
             raise ValueError("section runs past the record")
         props[key] = data[at + 4:pos].decode("utf-8")
     return props, pos
+
+
+def decode_properties(section: bytes) -> dict[str, str]:
+    """The mapping :func:`encode_properties` encoded (ValueError if ``section`` is not one)."""
+    try:
+        props, at = _properties(section, 0, len(section))
+    except struct.error as failure:
+        raise ValueError(f"not a properties section: {failure}") from None
+    if at != len(section):
+        raise ValueError("bytes after the properties section")
+    return props
 
 
 def decode(buf: bytes | memoryview, pos: int, commit_offset: int, room: int) -> StoredMessage | Invalid:

@@ -25,7 +25,7 @@ import asyncio
 import zlib
 from typing import Sequence
 
-from metadata.message import MessageDraft, MessageType, Prop
+from metadata.message import MessageDraft, MessageType
 from metadata.status import Code, RequestRejected
 from metadata.topic_config import TopicConfig
 from services.broker.api import SendItem, SendOutcome
@@ -35,7 +35,8 @@ from services.broker.internal_put import rejection_for
 from services.broker.timer_service import TimerService
 from services.broker.topics import TopicManager
 from services.broker.transaction_service import TransactionService
-from store.errors import StoreError
+from store import record
+from store.errors import MessageTooLarge, StoreError
 from store.put_rows import Row
 
 
@@ -119,7 +120,7 @@ class SendService:
         message_type = item.message_type  # compared by identity: an Enum's hash is a Python call
         if (message_type is not _NORMAL and message_type is not _FIFO) or len(run.items) >= self._max_batch_put:
             return False
-        key = (item.draft.topic, item.draft.properties.get(Prop.MESSAGE_ID, ""))
+        key = (item.topic, item.message_id)
         if key[1]:
             if key in run.ids or key in self._in_progress or self.dedupe.lookup(*key, now_ms) is not None:
                 return False
@@ -157,15 +158,15 @@ class SendService:
                 in_progress.pop(key, None)
 
     async def _send_deduplicated(self, item: SendItem) -> SendOutcome:
-        key = (item.draft.topic, item.draft.message_id)
+        key = (item.topic, item.message_id)
         known = self.dedupe.lookup(*key, self.clock.now_ms())
         if known is not None:
             return _outcome(SendOutcome, known)
-        if item.draft.message_id and key in self._in_progress:
+        if item.message_id and key in self._in_progress:
             future, index = self._in_progress[key]
             return (await asyncio.shield(future))[index]
         future = asyncio.get_running_loop().create_future()
-        if item.draft.message_id:
+        if item.message_id:
             self._in_progress[key] = (future, 0)
         try:
             outcome = await self._send_one(item)
@@ -199,36 +200,36 @@ class SendService:
 
     def _placed(self, item: SendItem, now_ms: int) -> MessageDraft:
         """The draft with its queue chosen and its type (and FIFO group) among its properties."""
-        topic, queue, born_ms, host, properties, user_properties, body = self._rows([item], now_ms)[0]
-        return MessageDraft.trusted(topic, queue, body, born_ms, host, properties, user_properties)
+        topic = self.topics.for_send(item.topic, item.message_type, now_ms)
+        return MessageDraft.owned(item.topic, self._queue(topic, item), item.body, item.born_timestamp_ms,
+                                  item.born_host, item.properties(), dict(item.user_properties))
 
     def _rows(self, items: Sequence[SendItem], now_ms: int) -> list[Row]:
-        """Each item for its queue, its type (and FIFO group) among its properties, as the store's
-        row; the topic is looked up once per (topic, type)."""
+        """Each item for its queue as the store's row, its properties sections encoded from its
+        fields (no dict); the topic is looked up once per (topic, type)."""
         configs: dict[tuple[str, str], TopicConfig] = {}
         normal_queues: dict[str, int] = {}  # topic -> the one queue of this run's NORMAL messages
         rows = []
-        for item in items:
-            draft, message_type = item.draft, item.message_type
-            name = draft.topic
-            type_name = message_type._value_  # the plain str: hashing the Enum is a Python call
-            topic = configs.get((name, type_name))
-            if topic is None:
-                topic = configs[(name, type_name)] = self.topics.for_send(name, message_type, now_ms)
-            properties = draft.properties
-            if properties.get(Prop.MESSAGE_TYPE) != type_name or (
-                    item.message_group and properties.get(Prop.MESSAGE_GROUP) != item.message_group):
-                properties = {**properties, Prop.MESSAGE_TYPE: type_name}
-                if item.message_group:
-                    properties[Prop.MESSAGE_GROUP] = item.message_group
-            if message_type is _NORMAL:
-                queue = normal_queues.get(name)
-                if queue is None:
-                    queue = normal_queues[name] = self._queue(topic, item)
-            else:
-                queue = self._queue(topic, item)
-            rows.append((name, queue, draft.born_timestamp_ms, draft.born_host, properties, draft.user_properties,
-                         draft.body))
+        section, user_section = record.message_properties_section, record.encode_properties
+        try:
+            for item in items:
+                (name, body, born_ms, host, message_id, tag, keys, message_type, group, delivery_ms, user, _,
+                 other) = item
+                type_name = message_type._value_  # the plain str: hashing the Enum is a Python call
+                topic = configs.get((name, type_name))
+                if topic is None:
+                    topic = configs[(name, type_name)] = self.topics.for_send(name, message_type, now_ms)
+                if message_type is _NORMAL:
+                    queue = normal_queues.get(name)
+                    if queue is None:
+                        queue = normal_queues[name] = self._queue(topic, item)
+                else:
+                    queue = self._queue(topic, item)
+                rows.append((name, queue, born_ms, host,
+                             section(message_id, tag, keys, type_name, group, delivery_ms, other),
+                             user_section(user), body, tag))
+        except ValueError as failure:  # a property key past 64 KiB: only a draft's other properties
+            raise rejection_for(MessageTooLarge(f"message to {items[0].topic}: {failure}")) from None
         return rows
 
     async def _send_one(self, item: SendItem) -> SendOutcome:

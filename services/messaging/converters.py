@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import re
 import zlib
+from types import MappingProxyType
 from dataclasses import dataclass
 
 from metadata.frozen_values import quick_init
-from metadata.message import MessageDraft, MessageType, Prop
+from metadata.message import MessageType
 from metadata.names import is_system_topic, is_valid_group_name, is_valid_topic_name
 from metadata.status import Code, RequestRejected
 from proto import messaging_definition_pb2 as pb
@@ -162,10 +163,11 @@ def send_items(request, config: MessagingConfig, now_ms: int, client_id: str) ->
     items = []
     for message in messages:
         item = send_item(message, config, now_ms, client_id, first_topic)
-        first_topic = first_topic or item.draft.topic
+        if first_topic is None:
+            first_topic = item[0]
+        elif item[0] != first_topic:
+            raise reject(Code.ILLEGAL_TOPIC, "all messages of one request must have the same topic")
         items.append(item)
-    if any(item.draft.topic != first_topic for item in items):
-        raise reject(Code.ILLEGAL_TOPIC, "all messages of one request must have the same topic")
     return items
 
 
@@ -182,12 +184,13 @@ def send_item(message, config: MessagingConfig, now_ms: int, client_id: str, che
     # printable ASCII of the allowed length, in the C checks alone; anything else the full check
     if not (identifier.isascii() and identifier.isprintable() and 0 < len(identifier) <= config.max_message_id_size):
         identifier = message_id(identifier, config)
-    properties = {Prop.MESSAGE_ID: identifier}
-    if has("tag"):
-        properties[Prop.TAG] = _tag(system.tag, config)
+    tag = system.tag
+    if tag or has("tag"):  # set but empty is refused, as blank
+        tag = _tag(tag, config)
+    else:
+        tag = None
     keys = system.keys
-    if keys:
-        properties[Prop.KEYS] = _keys(keys, config)
+    keys = _keys(keys, config) if keys else None
     declared = system.message_type
     grouped, delayed = has("message_group"), has("delivery_timestamp")
     if declared == pb.NORMAL and not grouped and not delayed:
@@ -199,18 +202,17 @@ def send_item(message, config: MessagingConfig, now_ms: int, client_id: str, che
         if delayed:
             typing["delivery_timestamp"] = system.delivery_timestamp
         message_type, group, delivery_ms = _type_and_schedule(typing, config, now_ms)
-    properties[Prop.MESSAGE_TYPE] = message_type._value_  # the plain str, without Enum.value's property
-    if group is not None:
-        properties[Prop.MESSAGE_GROUP] = group
-    if delivery_ms is not None:
-        properties[Prop.DELIVERY_TIME_MS] = str(delivery_ms)
     born_ms = timestamp_ms(system.born_timestamp) if has("born_timestamp") else now_ms
     user = message.user_properties
-    draft = MessageDraft.owned(topic, -1, body, born_ms if born_ms > 0 else 0, system.born_host[:256],
-                               properties, user_properties(user, config) if user else {})
-    return SendItem.trusted(draft, message_type, group, delivery_ms, client_id)
+    # the item's fields in order (SendItem), made in C: no draft, no properties dict
+    return _new_tuple(SendItem, (topic, body, born_ms if born_ms > 0 else 0, system.born_host[:256], identifier,
+                                 tag, keys, message_type, group, delivery_ms,
+                                 user_properties(user, config) if user else _NO_PROPERTIES, client_id,
+                                 _NO_PROPERTIES))
 
 
+_new_tuple = tuple.__new__
+_NO_PROPERTIES = MappingProxyType({})
 _NORMAL = MessageType.NORMAL
 
 

@@ -253,7 +253,7 @@ class MessagingService(service_grpc.MessagingServiceServicer):
 
     async def _send(self, request, client, context):
         items = converters.send_items(request, self._config, self._clock.now_ms(), client.client_id)
-        topic = items[0].draft.topic
+        topic = items[0].topic
         broker = self._master(topic)
         if any(item.message_type is MessageType.TRANSACTION for item in items):
             self._registry.note_publishing(client.client_id, topic)

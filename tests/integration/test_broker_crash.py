@@ -43,7 +43,7 @@ async def main(root):
         n += 1
         body = f"m{n}".encode()
         draft = MessageDraft("T", -1, body, clock.now_ms(), properties={Prop.MESSAGE_ID: f"ID{n}"})
-        await broker.send([SendItem(draft, MessageType.NORMAL)])
+        await broker.send([SendItem.of(draft, MessageType.NORMAL)])
         print("SENT", body.decode(), flush=True)
         if n % 3 == 0:
             request = ReceiveRequest("c", "G", "T", -1, FilterExpression(), 2, 600_000, False, 0, clock.monotonic_ms() + 1000)

@@ -304,7 +304,7 @@ def test_a_commit_on_the_acting_slave_escapes_and_a_send_is_refused(tmp_path):
         delivered = [m for q in (0, 1) for m in pair.target_store.get(TOPIC, q, 0, 10).messages]
         assert [m.message_id for m in delivered] == ["T1"]
         with pytest.raises(RequestRejected) as refused:
-            await pair.slave.send([SendItem(draft(message_id="S1"), MessageType.NORMAL, None, None)])
+            await pair.slave.send([SendItem.of(draft(message_id="S1"), MessageType.NORMAL, None, None)])
         assert refused.value.code == Code.FORBIDDEN and "acting" in refused.value.message
         assert await pair.slave.query_offset(HALF_TOPIC, 0, "END", None) == 1  # a master's read, answered
         await pair.stop()

@@ -59,7 +59,7 @@ class Harness:
         if tag:
             props[Prop.TAG] = tag
         draft = MessageDraft(topic, -1, body, self.clock.now_ms(), properties=props, user_properties=user or {})
-        return (await self.broker.send([SendItem(draft, kind, group, due)]))[0]
+        return (await self.broker.send([SendItem.of(draft, kind, group, due)]))[0]
 
     async def receive(self, group, topic, batch=32, invisible_ms=30_000, tags="*", max_attempts=None, queue_id=-1,
                       sql=None):
@@ -110,7 +110,7 @@ def test_a_batch_is_one_put_in_order_and_duplicates_inside_it_or_in_flight_are_n
 
         def item(message_id, body, kind=MessageType.NORMAL, group=None):
             props = {Prop.MESSAGE_ID: message_id}
-            return SendItem(MessageDraft("T", -1, body, 0, properties=props), kind, group)
+            return SendItem.of(MessageDraft("T", -1, body, 0, properties=props), kind, group)
         batch = [item(f"B{i}", bytes([65 + i])) for i in range(5)] + [item("B1", b"dup")]
         first, retry = await asyncio.gather(broker.send(batch), broker.send([item("B3", b"retry")]))
         assert puts == [5]  # one put for the run; the in-request duplicate and the retry are answered, not stored
@@ -131,7 +131,7 @@ def test_the_normal_messages_of_one_request_share_one_queue_and_requests_take_tu
 
         def item(topic="T", kind=MessageType.NORMAL, group=None):
             draft = MessageDraft(topic, -1, b"x", 0, properties={Prop.MESSAGE_ID: f"Q{next(counter)}"})
-            return SendItem(draft, kind, group)
+            return SendItem.of(draft, kind, group)
         queues = []
         for _ in range(5):
             outcomes = await broker.send([item() for _ in range(6)])
@@ -178,7 +178,7 @@ def test_send_receive_ack_and_duplicate_send_is_deduplicated(harness):
         broker = await _with_topic(harness)
         first = await harness.send("T", b"a")
         draft = MessageDraft("T", -1, b"a", 0, properties={Prop.MESSAGE_ID: first.message_id})
-        again = (await broker.send([SendItem(draft, MessageType.NORMAL)]))[0]
+        again = (await broker.send([SendItem.of(draft, MessageType.NORMAL)]))[0]
         assert again == first
         got = await harness.receive("G", "T")
         assert [d.message.body for d in got] == [b"a"] and got[0].delivery_attempt == 1

@@ -179,7 +179,7 @@ async def _consumed(harness, sent: int, leave: int):
     pop record per ack: more than one read of the pop log)."""
     broker = await _with_topic(harness, queues=1)
     for start in range(0, sent, 100):
-        await broker.send([SendItem(MessageDraft("T", -1, b"%d" % n, harness.clock.now_ms(),
+        await broker.send([SendItem.of(MessageDraft("T", -1, b"%d" % n, harness.clock.now_ms(),
                                                  properties={Prop.MESSAGE_ID: f"M{n}"}), MessageType.NORMAL)
                            for n in range(start, min(sent, start + 100))])
     acked = 0
@@ -271,7 +271,7 @@ def test_a_send_remembered_before_a_cut_is_stored_again_when_retried(harness):
         store = harness.store
         await harness.send("T", b"before")
         cut = store.commit_log_max_offset
-        item = SendItem(MessageDraft("T", -1, b"retried", 0, properties={Prop.MESSAGE_ID: "RETRIED"}), MessageType.NORMAL)
+        item = SendItem.of(MessageDraft("T", -1, b"retried", 0, properties={Prop.MESSAGE_ID: "RETRIED"}), MessageType.NORMAL)
         [first] = await broker.send([item])
         [again] = await broker.send([item])  # a retry while the record is there: answered, not stored twice
         assert again == first

@@ -207,7 +207,7 @@ class FakeBroker:
     def _to_dlq(self, group: str, message: StoredMessage) -> None:
         topic = dlq_topic(group)
         self.topics.setdefault(topic, None)
-        item = SendItem(message.draft, MessageType.NORMAL)
+        item = SendItem.of(message.draft, MessageType.NORMAL)
         self._append(item, topic, {Prop.DLQ_ORIGIN_TOPIC: message.topic, Prop.DLQ_ORIGIN_MESSAGE_ID: message.message_id})
 
     async def receive(self, request: ReceiveRequest):

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from metadata.message import MessageDraft, StoredMessage
+from store import record
 from store.results import GetResult, GetStatus, RecoveryReport
 
 
@@ -49,8 +50,10 @@ class FakeStore:
 
     async def put_rows(self, rows) -> tuple[int, list[tuple[int, int, int]]]:
         """MessageStore.put_rows: rows (store.put_rows.Row) in, (now, where each went) out."""
-        stored = await self.put([MessageDraft.trusted(topic, queue_id, body, born_ms, host, properties, user_properties)
-                                 for topic, queue_id, born_ms, host, properties, user_properties, body in rows])
+        decoded = record.decode_properties
+        stored = await self.put([MessageDraft.trusted(topic, queue_id, body, born_ms, host, decoded(properties),
+                                                      decoded(user_properties))
+                                 for topic, queue_id, born_ms, host, properties, user_properties, body, _ in rows])
         return self._now_ms(), [(s.commit_offset, s.size, s.queue_offset) for s in stored]
 
     def get(self, topic: str, queue_id: int, offset: int, max_count: int, max_bytes: int = 4 << 20,

@@ -243,7 +243,7 @@ class MessageStore(Reader):
         for row, (tail, queue_id, queue_offset, _), commit_offset in zip(rows, records, commit_offsets):
             size = header_size + len(tail)
             placed.append((commit_offset, size, queue_offset))
-            entry = encode_entry(commit_offset, size, tag_hash(row[7]))
+            entry = encode_entry(commit_offset, size, tag_hash(row[4]))
             pending.append((commit_offset + size, row[0], queue_id, queue_offset, entry))
         return (now, placed), pending
 

@@ -3,12 +3,12 @@
 Why rows: the send path of a batch made per message a draft for its queue, the store a
 ``StoredMessage`` per record and the broker an outcome per message, to read three numbers of
 each back (``bench/send_path.py --batch 32`` under py-spy: those objects were about a tenth
-of a batched message's Python).  A :data:`Row` is the message's fields for one queue, a
-plain tuple made in C, with its two properties sections already encoded (the send path
-encodes the system properties from a message's fields, never making a dict:
-``record.message_properties_section``); :meth:`store.message_store.MessageStore.put_rows`
-writes rows and answers one :data:`Placed` tuple per row.  ``put`` (drafts in, stored
-messages out) is built on the same rows, so there is one write path.
+of a batched message's Python).  A :data:`Row` is one message for one queue, a
+plain tuple made in C, with its record's tail (everything after the header) already encoded:
+the send path encodes it from the message's fields, never making a draft or a properties dict
+(``record.encode_item_tail``).  :meth:`store.message_store.MessageStore.put_rows` writes rows
+and answers one :data:`Placed` tuple per row.  ``put`` (drafts in, stored messages out) is
+built on the same rows, so there is one write path.
 
 Rules: rows of one put are encoded in order; a queue's offsets follow on from the store's
 next offset of that queue, consecutively; nothing is assigned if any row is refused
@@ -22,9 +22,8 @@ from metadata.message import MessageDraft, Prop
 from store import record
 from store.errors import MessageTooLarge
 
-# (topic, queue id, born timestamp ms, born host, properties section, user properties section,
-#  body, tag or None): the sections as record.encode_properties makes them
-Row = tuple[str, int, int, str, bytes, bytes, bytes, "str | None"]
+# (topic, queue id, born timestamp ms, tail, tag or None): the tail as record.encode_tail makes it
+Row = tuple[str, int, int, bytes, "str | None"]
 # (commit offset, size on disk, queue offset): where a row's record went
 Placed = tuple[int, int, int]
 # (tail, queue id, queue offset, born timestamp ms): a record for CommitLog.append
@@ -32,13 +31,11 @@ Record = tuple[bytes, int, int, int]
 
 
 def row_of(draft: MessageDraft) -> Row:
-    properties = draft.properties
     try:
-        sections = record.encode_properties(properties), record.encode_properties(draft.user_properties)
+        tail = record.encode_tail(draft)
     except ValueError as failure:
         raise MessageTooLarge(f"message to {draft.topic}: {failure}") from None
-    return (draft.topic, draft.queue_id, draft.born_timestamp_ms, draft.born_host, *sections, draft.body,
-            properties.get(Prop.TAG))
+    return draft.topic, draft.queue_id, draft.born_timestamp_ms, tail, draft.properties.get(Prop.TAG)
 
 
 def encode_rows(rows: Sequence[Row], limit: int,
@@ -47,12 +44,7 @@ def encode_rows(rows: Sequence[Row], limit: int,
     records are written).  ``limit``: the largest tail allowed (MessageTooLarge beyond it)."""
     offsets: dict[tuple[str, int], int] = {}
     records: list[Record] = []
-    tail_of = record.tail_of_sections
-    for topic, queue_id, born_ms, host, properties, user_properties, body, _ in rows:
-        try:
-            tail = tail_of(topic, host, properties, user_properties, body)
-        except ValueError as failure:
-            raise MessageTooLarge(f"message to {topic}: {failure}") from None
+    for topic, queue_id, born_ms, tail, _ in rows:
         if len(tail) > limit:
             raise MessageTooLarge(f"message to {topic} is {record.HEADER_SIZE + len(tail)} bytes "
                                   f"encoded, more than {limit + record.HEADER_SIZE} (maxMessageSize / segment size)")

@@ -205,30 +205,27 @@ class SendService:
                                   item.born_host, item.properties(), dict(item.user_properties))
 
     def _rows(self, items: Sequence[SendItem], now_ms: int) -> list[Row]:
-        """Each item for its queue as the store's row, its properties sections encoded from its
-        fields (no dict); the topic is looked up once per (topic, type)."""
+        """Each item for its queue as the store's row, its record's tail encoded from its fields
+        (no draft, no properties dict); the topic is looked up once per (topic, type)."""
         configs: dict[tuple[str, str], TopicConfig] = {}
         normal_queues: dict[str, int] = {}  # topic -> the one queue of this run's NORMAL messages
         rows = []
-        section, user_section = record.message_properties_section, record.encode_properties
+        tail_of = record.encode_item_tail
         try:
             for item in items:
-                (name, body, born_ms, host, message_id, tag, keys, message_type, group, delivery_ms, user, _,
-                 other) = item
-                type_name = message_type._value_  # the plain str: hashing the Enum is a Python call
-                topic = configs.get((name, type_name))
+                name, message_type = item[0], item[7]
+                key = (name, message_type._value_)  # the plain str: hashing the Enum is a Python call
+                topic = configs.get(key)
                 if topic is None:
-                    topic = configs[(name, type_name)] = self.topics.for_send(name, message_type, now_ms)
+                    topic = configs[key] = self.topics.for_send(name, message_type, now_ms)
                 if message_type is _NORMAL:
                     queue = normal_queues.get(name)
                     if queue is None:
                         queue = normal_queues[name] = self._queue(topic, item)
                 else:
                     queue = self._queue(topic, item)
-                rows.append((name, queue, born_ms, host,
-                             section(message_id, tag, keys, type_name, group, delivery_ms, other),
-                             user_section(user), body, tag))
-        except ValueError as failure:  # a property key past 64 KiB: only a draft's other properties
+                rows.append((name, queue, item[2], tail_of(item), item[5]))
+        except ValueError as failure:  # a text past its u16 length: a long host, a draft's property key
             raise rejection_for(MessageTooLarge(f"message to {items[0].topic}: {failure}")) from None
         return rows
 

@@ -50,10 +50,9 @@ class FakeStore:
 
     async def put_rows(self, rows) -> tuple[int, list[tuple[int, int, int]]]:
         """MessageStore.put_rows: rows (store.put_rows.Row) in, (now, where each went) out."""
-        decoded = record.decode_properties
-        stored = await self.put([MessageDraft.trusted(topic, queue_id, body, born_ms, host, decoded(properties),
-                                                      decoded(user_properties))
-                                 for topic, queue_id, born_ms, host, properties, user_properties, body, _ in rows])
+        drafts = [record.decode(record.seal(tail, queue_id, 0, 0, 0, born_ms), 0, 0, 1 << 30).draft
+                  for topic, queue_id, born_ms, tail, _ in rows]
+        stored = await self.put(drafts)
         return self._now_ms(), [(s.commit_offset, s.size, s.queue_offset) for s in stored]
 
     def get(self, topic: str, queue_id: int, offset: int, max_count: int, max_bytes: int = 4 << 20,

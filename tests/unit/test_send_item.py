@@ -1,8 +1,8 @@
 """SendItem, the send path's message by its fields, and the record section made from them.
 
-The plain send path encodes a message's system properties straight from a SendItem's fields
-(``record.message_properties_section``), never making the dict that ``SendItem.properties``
-and a draft hold; these say both give the same record bytes, for any fields.
+The plain send path encodes a message's record straight from a SendItem's fields
+(``record.encode_item_tail``), never making the draft and properties dict that
+``SendItem.draft`` holds; these say both give the same record bytes, for any fields.
 """
 from hypothesis import given, strategies as st
 
@@ -22,15 +22,9 @@ items = st.builds(
     producer_client_id=text, other_properties=others)
 
 
-def section_of(item: SendItem) -> bytes:
-    return record.message_properties_section(item.message_id, item.tag, item.keys, item.message_type.value,
-                                             item.message_group, item.delivery_timestamp_ms, item.other_properties)
-
-
 @given(items)
-def test_the_section_from_fields_is_the_section_of_the_items_properties(item):
-    assert section_of(item) == record.encode_properties(item.properties())
-    assert record.decode_properties(section_of(item)) == item.properties()
+def test_the_tail_from_fields_is_the_tail_of_the_items_draft(item):
+    assert record.encode_item_tail(item) == record.encode_tail(item.draft)
 
 
 @given(items)
@@ -47,16 +41,3 @@ def test_a_drafts_own_type_group_and_delivery_time_give_way_to_the_items():
     item = SendItem.of(draft, MessageType.FIFO, "g")
     assert item.properties() == {Prop.MESSAGE_ID: "M", Prop.MESSAGE_TYPE: "FIFO", Prop.MESSAGE_GROUP: "g",
                                  "custom": "v"}
-
-
-@given(st.dictionaries(text, text, max_size=5))
-def test_properties_sections_round_trip(properties):
-    assert record.decode_properties(record.encode_properties(properties)) == properties
-
-
-@given(st.binary(max_size=64))
-def test_a_section_that_is_not_one_is_a_value_error(data):
-    try:
-        record.decode_properties(data)
-    except ValueError:
-        pass

@@ -26,6 +26,10 @@ class SendDedupe(Generic[T]):
             return None
         return found[1]
 
+    def knows_none(self, keys: set[tuple[str, str]]) -> bool:
+        """No (topic, message id) of ``keys`` is kept, expired or not (one C set test)."""
+        return self._entries.keys().isdisjoint(keys)
+
     def clear(self) -> None:
         self._entries.clear()
 

@@ -121,6 +121,24 @@ def test_a_batch_is_one_put_in_order_and_duplicates_inside_it_or_in_flight_are_n
     run(scenario())
 
 
+def test_a_batch_with_one_id_answered_before_stores_only_the_others(harness):
+    """A request is put whole only when none of its ids is known; one answered id among new
+    ones is answered from memory and the rest are stored, in order, once."""
+    async def scenario():
+        broker = await _with_topic(harness, queues=1)
+
+        def item(message_id):
+            return SendItem.of(MessageDraft("T", -1, message_id.encode(), 0, properties={Prop.MESSAGE_ID: message_id}),
+                               MessageType.NORMAL)
+        first = await broker.send([item("A1"), item("A2")])
+        again = await broker.send([item("N1"), item("A2"), item("N2")])
+        assert again[1] == first[1] and [again[0].queue_offset, again[2].queue_offset] == [2, 3]
+        got = await harness.receive("G", "T")
+        assert [d.message.body for d in got] == [b"A1", b"A2", b"N1", b"N2"]
+        await harness.stop()
+    run(scenario())
+
+
 def test_the_normal_messages_of_one_request_share_one_queue_and_requests_take_turns(harness):
     """As upstream's proxy: a request's NORMAL messages are one batch to the queue selected for
     it; the next request goes to the next queue; FIFO messages keep their group's queue."""

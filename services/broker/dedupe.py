@@ -7,9 +7,12 @@ copy.  At most ``max_entries`` ids are kept (oldest dropped first).  Pure: now_m
 from __future__ import annotations
 
 from collections import OrderedDict
+from itertools import repeat
+from operator import itemgetter
 from typing import Generic, Sequence, TypeVar
 
 T = TypeVar("T")
+_message_id = itemgetter(1)  # of a (topic, message id) key
 
 
 class SendDedupe(Generic[T]):
@@ -41,11 +44,14 @@ class SendDedupe(Generic[T]):
         if self.max_entries == 0 or self.window_ms == 0:
             return
         entries = self._entries
-        move_to_end = entries.move_to_end
-        for key, outcome in zip(keys, outcomes):
-            if key[1]:
-                entries[key] = (now_ms, outcome)
-                move_to_end(key)
+        if entries.keys().isdisjoint(keys) and all(map(_message_id, keys)):
+            entries.update(zip(keys, zip(repeat(now_ms), outcomes)))  # all new: added at the end, in C
+        else:
+            move_to_end = entries.move_to_end
+            for key, outcome in zip(keys, outcomes):
+                if key[1]:
+                    entries[key] = (now_ms, outcome)
+                    move_to_end(key)
         while len(self._entries) > self.max_entries:
             self._entries.popitem(last=False)
         while self._entries and now_ms - next(iter(self._entries.values()))[0] > self.window_ms:

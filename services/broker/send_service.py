@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import zlib
+from itertools import repeat
 from typing import Sequence
 
 from metadata.message import MessageDraft, MessageType
@@ -165,7 +166,7 @@ class SendService:
         try:
             _, placed = await self.store.put_rows(rows)  # no stored message per record: 3 numbers are read
             remembered = [(key[1], row[1], where[2], "", "") for key, row, where in zip(keys, rows, placed)]
-            outcomes = [_outcome(SendOutcome, kept) for kept in remembered]
+            outcomes = list(map(_outcome, repeat(SendOutcome), remembered))
             self.dedupe.remember_many(keys, remembered, now)
             future.set_result(outcomes)
             return outcomes

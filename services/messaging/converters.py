@@ -179,7 +179,9 @@ def send_item(message, config: MessagingConfig, now_ms: int, client_id: str, che
     # ListFields into a dict by name (upb makes each descriptor's name anew), timeit
     system = message.system_properties
     has = system.HasField
-    body = _body(message.body, system.body_encoding, config)
+    body, encoding = message.body, system.body_encoding
+    if not (encoding == pb.IDENTITY and 0 < len(body) <= config.max_message_size):  # else the full check
+        body = _body(body, encoding, config)
     identifier = system.message_id
     # printable ASCII of the allowed length, in the C checks alone; anything else the full check
     if not (identifier.isascii() and identifier.isprintable() and 0 < len(identifier) <= config.max_message_id_size):

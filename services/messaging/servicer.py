@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from operator import attrgetter
 
 from metadata import authentication
 from metadata.message import MessageType
@@ -54,6 +55,7 @@ from services.messaging.config import MessagingConfig
 from services.messaging.telemetry import serve_telemetry
 from store.errors import StoreError
 
+_message_type = attrgetter("message_type")
 log = logging.getLogger(__name__)
 _SUCCESS = {int(Code.OK), int(Code.MULTIPLE_RESULTS), int(Code.MESSAGE_NOT_FOUND)}
 _CLIENT_TYPES = {pb.PRODUCER: "PRODUCER", pb.PUSH_CONSUMER: "PUSH_CONSUMER", pb.SIMPLE_CONSUMER: "SIMPLE_CONSUMER",
@@ -255,7 +257,7 @@ class MessagingService(service_grpc.MessagingServiceServicer):
         items = converters.send_items(request, self._config, self._clock.now_ms(), client.client_id)
         topic = items[0].topic
         broker = self._master(topic)
-        if any(item.message_type is MessageType.TRANSACTION for item in items):
+        if MessageType.TRANSACTION in map(_message_type, items):  # str comparisons in C
             self._registry.note_publishing(client.client_id, topic)
         outcomes = await broker.send(items)
         assert len(outcomes) == len(items), "the broker answers every message"

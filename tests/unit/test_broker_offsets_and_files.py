@@ -44,3 +44,13 @@ def test_dedupe_window_and_bound():
     dedupe.remember("T", "b", 2, 0)
     dedupe.remember("T", "c", 3, 0)
     assert dedupe.lookup("T", "a", 0) is None and dedupe.lookup("T", "c", 0) == 3
+
+
+def test_remembering_many_keeps_lru_order_and_skips_messages_without_ids():
+    dedupe = SendDedupe(window_ms=100, max_entries=3)
+    dedupe.remember_many([("T", "a"), ("T", "b"), ("T", "c")], [1, 2, 3], 0)
+    dedupe.remember_many([("T", "a"), ("T", "d")], [10, 4], 0)  # a answered again: now the newest but one
+    assert [dedupe.lookup("T", key, 0) for key in "abcd"] == [10, None, 3, 4]
+    dedupe.remember_many([("T", "e"), ("T", "")], [5, 6], 0)  # all new, one without an id: not kept
+    assert [dedupe.lookup("T", key, 0) for key in "acde"] == [10, None, 4, 5] and dedupe.lookup("T", "", 0) is None
+    assert dedupe.knows_none({("T", "x"), ("T", "c")}) and not dedupe.knows_none({("T", "a")})

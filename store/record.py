@@ -30,10 +30,10 @@ Rules:
 from __future__ import annotations
 
 import struct
-import zlib
 from enum import Enum
 from typing import Mapping, NamedTuple
 
+from metadata.checksum import crc32
 from metadata.message import MessageDraft, Prop, SendItem, StoredMessage
 
 MESSAGE_MAGIC = 0xDA7A5EED
@@ -198,7 +198,7 @@ def seal_parts(tail: bytes, queue_id: int, queue_offset: int, commit_offset: int
     copy of each body into the write, not two)."""
     front = _HEAD_FRONT.pack(HEADER_SIZE + len(tail), MESSAGE_MAGIC)
     back = _HEAD_BACK.pack(queue_id, 0, queue_offset, commit_offset, store_timestamp_ms, born_timestamp_ms)
-    return front, _U32.pack(zlib.crc32(tail, zlib.crc32(back, zlib.crc32(front)))), back, tail
+    return front, _U32.pack(crc32(tail, crc32(back, crc32(front)))), back, tail
 
 
 def seal(tail: bytes, queue_id: int, queue_offset: int, commit_offset: int,
@@ -216,7 +216,7 @@ def encode_blank(size: int) -> bytes:
     """The end-of-segment marker of ``size`` bytes (header plus zero padding)."""
     assert size >= BLANK_SIZE, size
     head = struct.pack(">II", size, BLANK_MAGIC)
-    return head + _U32.pack(zlib.crc32(head)) + bytes(size - BLANK_SIZE)
+    return head + _U32.pack(crc32(head)) + bytes(size - BLANK_SIZE)
 
 
 def check(buf: bytes | memoryview, pos: int, commit_offset: int, room: int) -> RecordInfo | Invalid:
@@ -241,7 +241,7 @@ def check(buf: bytes | memoryview, pos: int, commit_offset: int, room: int) -> R
         return Invalid.TRUNCATED
     view = memoryview(buf)[pos:pos + size]
     (crc,) = _U32.unpack_from(view, 8)
-    if zlib.crc32(view[12:], zlib.crc32(view[:8])) != crc:
+    if crc32(view[12:], crc32(view[:8])) != crc:
         return Invalid.BAD_CRC
     _, _, _, queue_id, _, queue_offset, at, store_ts, _ = HEADER.unpack_from(view)
     if at != commit_offset:
@@ -253,7 +253,7 @@ def _check_blank(buf, pos: int, size: int, room: int) -> RecordInfo | Invalid:
     if len(buf) - pos < BLANK_SIZE:
         return Invalid.TRUNCATED
     (crc,) = _U32.unpack_from(buf, pos + 8)
-    if zlib.crc32(bytes(buf[pos:pos + 8])) != crc:
+    if crc32(bytes(buf[pos:pos + 8])) != crc:
         return Invalid.BAD_CRC
     if size != room or size < BLANK_SIZE:
         return Invalid.BAD_SIZE

@@ -11,8 +11,8 @@ Rules:
 from __future__ import annotations
 
 import ipaddress
-import zlib
 
+from metadata.checksum import crc32
 from metadata.message import MessageType, Prop, StoredMessage
 from metadata.status import Code
 from metadata.topic_config import PERM_READ, PERM_WRITE
@@ -103,7 +103,7 @@ def send_response(outcomes: list[SendOutcome]) -> service.SendMessageResponse:
 
 
 def digest(body: bytes) -> pb.Digest:
-    return pb.Digest(type=pb.CRC32, checksum=format(zlib.crc32(body) & 0xFFFFFFFF, "08X"))
+    return pb.Digest(type=pb.CRC32, checksum=format(crc32(body) & 0xFFFFFFFF, "08X"))
 
 
 _TYPE_BY_NAME = {kind.value: code for kind, code in _TYPES.items()}
@@ -144,7 +144,7 @@ def message_fields(stored: StoredMessage, topic: str, namespace: str = "") -> di
     system = {"message_id": props.get(Prop.MESSAGE_ID, ""), "body_encoding": pb.IDENTITY,
               "message_type": _TYPE_BY_NAME.get(props.get(Prop.MESSAGE_TYPE, ""), pb.NORMAL),
               "born_host": draft.born_host, "queue_id": max(draft.queue_id, 0), "queue_offset": stored.queue_offset,
-              "body_digest": {"type": pb.CRC32, "checksum": format(zlib.crc32(body) & 0xFFFFFFFF, "08X")},
+              "body_digest": {"type": pb.CRC32, "checksum": format(crc32(body) & 0xFFFFFFFF, "08X")},
               "born_timestamp": _timestamp(draft.born_timestamp_ms),
               "store_timestamp": _timestamp(stored.store_timestamp_ms)}
     tag = props.get(Prop.TAG)

@@ -29,7 +29,8 @@ from pathlib import Path
 
 from store.checkpoint import Checkpoint
 from store.checkpoint_file import CheckpointFile, write_checkpoint
-from store.commit_log import CommitLog
+from store.commit_log import ZERO_AHEAD_BYTES, CommitLog
+from store.config import FlushDiskType
 from store.epoch_file import FILE_NAME as EPOCH_FILE
 from store.ownership import Ledger, LedgerError, begin_takeover, claim_of, plan, queue_layers, seal
 from store.ownership_files import newer_claim, read_ledger, read_splits, write_begin, write_seal, write_splits
@@ -52,8 +53,9 @@ def _open(root: Path, config, ledger: Ledger, epoch: int) -> tuple[CommitLog, Qu
     """The log and queues as ``ledger`` says (``epoch``: the files written from now on)."""
     segment = config.mapped_file_size_commit_log
     moved = ledger != Ledger.fresh()
+    zeros = ZERO_AHEAD_BYTES if config.flush_disk_type is FlushDiskType.SYNC_FLUSH else 0  # store.commit_log
     log = CommitLog(root / "commitlog", segment, epoch,
-                    plan(ledger, _files(root / "commitlog"), segment) if moved else None)
+                    plan(ledger, _files(root / "commitlog"), segment) if moved else None, zeros)
     splits = {e.epoch: read_splits(root, e.epoch) for e in ledger.entries[1:] if e.start is not None}
 
     def layers_of(topic: str, queue_id: int) -> tuple[tuple[int, int], ...]:

@@ -33,7 +33,7 @@ class FilterExpression:
 
 class SendOutcome(NamedTuple):
     """One sent message's answer.  A named tuple: the send path makes one per message, from the
-    plain tuple its de-duplication LRU keeps, with ``tuple.__new__`` (C, no ``__init__``)."""
+    plain tuple its de-duplication memory keeps, with ``tuple.__new__`` (C, no ``__init__``)."""
 
     message_id: str
     queue_id: int

@@ -13,9 +13,9 @@ Rules:
 - Consecutive NORMAL and FIFO messages of one request are stored by one put (at most
   ``maxBatchPut``): one write, one group-committed fdatasync, offsets in request order;
   nothing of the run is stored if the store refuses any of it.
-- A message id answered recently is answered again from the de-duplication LRU (client
+- A message id answered recently is answered again from the de-duplication memory (client
   retries), and a send still in progress with the same id is awaited, not duplicated.  The
-  LRU is derived from the log: once the log is cut or the broker steps down (the store's
+  memory is derived from the log: once the log is cut or the broker steps down (the store's
   derived generation moves) it is emptied, so a retry is stored again rather than answered
   for a record that may be gone.
 """
@@ -44,11 +44,11 @@ from store.put_rows import Row
 _NORMAL, _FIFO = MessageType.NORMAL, MessageType.FIFO  # plain: stored as they are, so a request's share one put
 
 
-_outcome = tuple.__new__  # (SendOutcome, kept): the outcome of a plain tuple the LRU kept
+_outcome = tuple.__new__  # (SendOutcome, kept): the outcome of a plain tuple the memory kept
 
 
 def _remembered(outcome: SendOutcome) -> tuple:
-    """What the de-duplication LRU keeps of an outcome, a plain tuple (the collector stops
+    """What the de-duplication memory keeps of an outcome, a plain tuple (the collector stops
     tracking those; named tuples it walks every full collection)."""
     return tuple(outcome)
 
@@ -103,7 +103,7 @@ class SendService:
         return outcomes
 
     def current_outcomes(self) -> SendDedupe[tuple]:
-        """The de-duplication LRU, emptied first if the log was cut or this broker stepped down
+        """The de-duplication memory, emptied first if the log was cut or this broker stepped down
         since it was filled (every reader of it goes through here: sends and escapes)."""
         if self.store.derived_generation != self._generation:
             self._forget_outcomes()
@@ -114,7 +114,7 @@ class SendService:
         were written: their records may be gone, and a retry answered from memory would be
         acknowledged and lost (bench/chaos.py, partition of a master: a send written during the
         partition failed waiting for its slave, the log was cut below it on rejoining, and the
-        client's retry, once the broker was master again, was answered OK from the LRU).  A
+        client's retry, once the broker was master again, was answered OK from memory).  A
         retry is stored again instead: a duplicate at worst, never a loss."""
         self._generation = self.store.derived_generation
         self.dedupe.clear()

@@ -46,11 +46,25 @@ def test_dedupe_window_and_bound():
     assert dedupe.lookup("T", "a", 0) is None and dedupe.lookup("T", "c", 0) == 3
 
 
-def test_remembering_many_keeps_lru_order_and_skips_messages_without_ids():
-    dedupe = SendDedupe(window_ms=100, max_entries=3)
-    dedupe.remember_many([("T", "a"), ("T", "b"), ("T", "c")], [1, 2, 3], 0)
-    dedupe.remember_many([("T", "a"), ("T", "d")], [10, 4], 0)  # a answered again: now the newest but one
-    assert [dedupe.lookup("T", key, 0) for key in "abcd"] == [10, None, 3, 4]
-    dedupe.remember_many([("T", "e"), ("T", "")], [5, 6], 0)  # all new, one without an id: not kept
-    assert [dedupe.lookup("T", key, 0) for key in "acde"] == [10, None, 4, 5] and dedupe.lookup("T", "", 0) is None
-    assert dedupe.knows_none({("T", "x"), ("T", "c")}) and not dedupe.knows_none({("T", "a")})
+def test_dedupe_drops_a_generation_whole_once_the_next_is_full():
+    dedupe = SendDedupe(window_ms=100, max_entries=4)  # generations of 2
+    dedupe.remember_many([("T", "a"), ("T", "b")], [1, 2], 0)
+    dedupe.remember_many([("T", "c"), ("T", "d")], [3, 4], 0)  # a, b turn old
+    assert [dedupe.lookup("T", key, 0) for key in "abcd"] == [1, 2, 3, 4] and len(dedupe) == 4
+    dedupe.remember("T", "e", 5, 0)  # c, d turn old; a, b are dropped
+    assert [dedupe.lookup("T", key, 0) for key in "abcde"] == [None, None, 3, 4, 5] and len(dedupe) == 3
+    dedupe.remember("T", "c", 30, 0)  # answered again: its latest outcome
+    assert dedupe.lookup("T", "c", 0) == 30
+
+
+def test_dedupe_keeps_nothing_past_two_windows_and_no_message_without_an_id():
+    dedupe = SendDedupe(window_ms=100, max_entries=1000)
+    dedupe.remember_many([("T", "a"), ("T", "")], [1, 2], 0)  # one without an id: not kept
+    assert len(dedupe) == 1 and dedupe.lookup("T", "", 0) is None
+    dedupe.remember("T", "b", 2, 150)  # the young generation is older than the window: it turns old
+    assert dedupe.lookup("T", "a", 150) is None and dedupe.lookup("T", "b", 150) == 2 and len(dedupe) == 2
+    dedupe.remember("T", "c", 3, 300)
+    assert len(dedupe) == 2 and dedupe.lookup("T", "b", 300) is None and dedupe.lookup("T", "c", 300) == 3
+    assert dedupe.knows_none({("T", "x"), ("T", "a")}) and not dedupe.knows_none({("T", "x"), ("T", "b")})
+    dedupe.clear()
+    assert len(dedupe) == 0 and dedupe.knows_none({("T", "c")})

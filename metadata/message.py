@@ -123,6 +123,24 @@ class MessageDraft:
         return MessageDraft(**values)
 
 
+class _FromDraft:
+    """A :class:`StoredMessage` accessor of its draft's field of the same name.  A non-data
+    descriptor: the value is kept in the instance's ``__dict__`` (put there by
+    :meth:`StoredMessage.trusted`, else on first use), where later reads find it without a
+    call.  A receive reads each message's topic, properties and tag several times; as
+    properties, each read was two Python calls."""
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self
+        value = getattr(instance.draft, self.name)
+        instance.__dict__[self.name] = value  # the draft is frozen: the value never changes
+        return value
+
+
 @dataclass(frozen=True)
 class StoredMessage:
     draft: MessageDraft
@@ -134,40 +152,24 @@ class StoredMessage:
     @classmethod
     def trusted(cls, draft: MessageDraft, commit_offset: int, size: int, queue_offset: int,
                 store_timestamp_ms: int) -> "StoredMessage":
-        """The constructor's value, built without ``__init__``."""
+        """The constructor's value, built without ``__init__``; the draft's fields are kept
+        alongside (:class:`_FromDraft`)."""
         stored = _new(cls)
+        values = draft.__dict__
         stored.__dict__.update(draft=draft, commit_offset=commit_offset, size=size, queue_offset=queue_offset,
-                               store_timestamp_ms=store_timestamp_ms)
+                               store_timestamp_ms=store_timestamp_ms, topic=values["topic"],
+                               queue_id=values["queue_id"], body=values["body"], properties=values["properties"],
+                               user_properties=values["user_properties"])
         return stored
 
-    # convenience accessors used everywhere
-    @property
-    def topic(self) -> str:
-        return self.draft.topic
-
-    @property
-    def queue_id(self) -> int:
-        return self.draft.queue_id
-
-    @property
-    def body(self) -> bytes:
-        return self.draft.body
-
-    @property
-    def properties(self) -> Mapping[str, str]:
-        return self.draft.properties
-
-    @property
-    def user_properties(self) -> Mapping[str, str]:
-        return self.draft.user_properties
-
-    @property
-    def tag(self) -> str | None:
-        return self.draft.tag
-
-    @property
-    def message_id(self) -> str:
-        return self.draft.message_id
+    # the draft's fields, read as the message's own (not dataclass fields: no annotations)
+    topic = _FromDraft()
+    queue_id = _FromDraft()
+    body = _FromDraft()
+    properties = _FromDraft()
+    user_properties = _FromDraft()
+    tag = _FromDraft()
+    message_id = _FromDraft()
 
     @property
     def next_commit_offset(self) -> int:

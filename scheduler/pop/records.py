@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Sequence, Union
+from typing import NamedTuple, Sequence, Union
 
 from metadata.frozen_values import quick_init
 
@@ -29,9 +29,11 @@ REVIVE_TOPIC = "rmq_sys_REVIVE_LOG"
 SKIPS_PER_BODY = 1000  # a body of 1000 skips of the longest names is about 400 KB, under maxMessageSize
 
 
-@quick_init
-@dataclass(frozen=True)
-class QueueKey:
+class QueueKey(NamedTuple):
+    """A consumer group's queue.  A named tuple, not a dataclass: it keys every pop table
+    lookup, and a frozen dataclass hashes through a Python ``__hash__`` (a dict lookup by one
+    cost 0.13 us, by a named tuple 0.05)."""
+
     group: str
     topic: str  # the stored topic (a %RETRY% topic for retried messages)
     queue_id: int

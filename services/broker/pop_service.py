@@ -477,7 +477,7 @@ class PopService:
 
     async def _ack_all(self, records: list[AckRecord]) -> None:
         await self._write(records, applied=False)
-        held = {record.key for record in records if self._holds_back(record.key)}
+        held = {key for key in {record.key for record in records} if self._holds_back(key)}  # per queue, not per ack
         self._apply_all(records)
         for topic in {key.topic for key in held if not self._holds_back(key)}:
             self.notifier.wake_topic(topic)  # a FIFO batch acked whole (or room in flight): waiting receives go on

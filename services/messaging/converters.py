@@ -370,9 +370,18 @@ def ack_entries(request, config: MessagingConfig) -> tuple[str, str, list[AckEnt
     if len(request.entries) > config.max_ack_entry_num:
         raise reject(Code.BAD_REQUEST, f"at most {config.max_ack_entry_num} entries per AckMessage")
     entries = []
+    id_limit, handle_limit = config.max_message_id_size, config.max_receipt_handle_size
     for entry in request.entries:
-        broker, handle = split_receipt_handle(entry.receipt_handle, config)
-        entries.append(AckEntry(message_id(entry.message_id, config), broker, handle))
+        identifier, text = entry.message_id, entry.receipt_handle
+        # printable ASCII of the allowed lengths and a well-formed handle, in C checks alone;
+        # anything else the full checks (and their errors)
+        broker, separator, handle = text.partition(HANDLE_SEPARATOR)
+        if not (identifier.isascii() and identifier.isprintable() and 0 < len(identifier) <= id_limit
+                and text.isascii() and text.isprintable() and len(text) <= handle_limit and separator and broker
+                and handle):
+            broker, handle = split_receipt_handle(text, config)
+            identifier = message_id(identifier, config)
+        entries.append(AckEntry(identifier, broker, handle))
     return group, topic, entries
 
 

@@ -141,12 +141,14 @@ def message_fields(stored: StoredMessage, topic: str, namespace: str = "") -> di
     props = stored.properties
     draft = stored.draft
     body = draft.body
+    born_s, born_ms = divmod(draft.born_timestamp_ms, 1000)
+    stored_s, stored_ms = divmod(stored.store_timestamp_ms, 1000)
     system = {"message_id": props.get(Prop.MESSAGE_ID, ""), "body_encoding": pb.IDENTITY,
               "message_type": _TYPE_BY_NAME.get(props.get(Prop.MESSAGE_TYPE, ""), pb.NORMAL),
               "born_host": draft.born_host, "queue_id": max(draft.queue_id, 0), "queue_offset": stored.queue_offset,
-              "body_digest": {"type": pb.CRC32, "checksum": format(crc32(body) & 0xFFFFFFFF, "08X")},
-              "born_timestamp": _timestamp(draft.born_timestamp_ms),
-              "store_timestamp": _timestamp(stored.store_timestamp_ms)}
+              "body_digest": {"type": pb.CRC32, "checksum": "%08X" % crc32(body)},
+              "born_timestamp": {"seconds": born_s, "nanos": born_ms * 1_000_000},
+              "store_timestamp": {"seconds": stored_s, "nanos": stored_ms * 1_000_000}}
     tag = props.get(Prop.TAG)
     if tag is not None:
         system["tag"] = tag

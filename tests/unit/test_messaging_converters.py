@@ -271,3 +271,27 @@ def test_control_character_check_matches_java_iso_control(text):
     """The printable fast path must agree with Java's isISOControl on any text (separators
     like U+2028 are not printable yet not control characters)."""
     assert c.has_control_character(text) == any(ord(ch) <= 0x1F or 0x7F <= ord(ch) <= 0x9F for ch in text)
+
+
+def _reference_ack_entry(message_id: str, receipt_handle: str):
+    """The full checks alone: what ack_entries's quick path must agree with."""
+    try:
+        broker, handle = c.split_receipt_handle(receipt_handle, CFG)
+        return ("ok", c.message_id(message_id, CFG), broker, handle)
+    except RequestRejected as rejected:
+        return ("rejected", rejected.code)
+
+
+handle_text = st.one_of(st.text(max_size=12), st.builds(lambda a, b: f"{a}@{b}", st.text(max_size=6), st.text(max_size=6)))
+
+
+@given(st.text(max_size=12), handle_text)
+def test_ack_entries_quick_checks_agree_with_the_full_ones(message_id, receipt_handle):
+    request = s.AckMessageRequest(group=d.Resource(name="G"), topic=d.Resource(name="T"),
+                                  entries=[s.AckMessageEntry(message_id=message_id, receipt_handle=receipt_handle)])
+    try:
+        _, _, (entry,) = c.ack_entries(request, CFG)
+        got = ("ok", entry.message_id, entry.broker_name, entry.receipt_handle)
+    except RequestRejected as rejected:
+        got = ("rejected", rejected.code)
+    assert got == _reference_ack_entry(message_id, receipt_handle)

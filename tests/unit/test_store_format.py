@@ -70,6 +70,35 @@ def test_garbage_never_crashes(data, offset):
     record.decode(data, 0, offset, ROOM)
 
 
+def _decode_as_check_says(buf, pos, commit_offset, room):
+    """What decode must answer: check's reason, BAD_MAGIC for a blank, else the record."""
+    info = record.check(buf, pos, commit_offset, room)
+    if isinstance(info, Invalid):
+        return info
+    return Invalid.BAD_MAGIC if info.kind is Kind.BLANK else "record"
+
+
+@settings(max_examples=60)
+@given(drafts, st.integers(0, 2**20), st.data())
+def test_decode_refuses_exactly_what_check_refuses_for_the_same_reason(draft, commit_offset, data):
+    """decode checks a valid record its own quicker way; whatever is wrong, it names the reason
+    check names (a flipped byte, a cut, another position, a blank, a smaller room)."""
+    encoded = record.encode_record(draft, 3, commit_offset, 9)
+    variants = [encoded, encoded[:data.draw(st.integers(0, len(encoded)))], record.encode_blank(64)]
+    broken = bytearray(encoded)
+    broken[data.draw(st.integers(0, len(encoded) - 1))] ^= data.draw(st.integers(1, 255))
+    variants.append(bytes(broken))
+    positions = [commit_offset, commit_offset + 1]
+    rooms = [ROOM, len(encoded) + BLANK_SIZE - 1, 64]
+    for buf in variants:
+        for at in positions:
+            for room in rooms:
+                expected = _decode_as_check_says(buf, 0, at, room)
+                got = record.decode(buf, 0, at, room)
+                assert (got if isinstance(got, Invalid) else "record") == expected or (
+                    expected == "record" and got is Invalid.BAD_LAYOUT), (expected, got)
+
+
 @given(st.lists(st.tuples(st.integers(0, 2**62), st.integers(-2**31, 2**31 - 1), st.integers(-2**63, 2**63 - 1))))
 def test_cq_entries_round_trip(entries):
     data = b"".join(encode_entry(*entry) for entry in entries)

@@ -218,7 +218,7 @@ class SendItem(NamedTuple):
                    draft.user_properties, producer_client_id, MappingProxyType(other) if other else _EMPTY)
 
     def properties(self) -> dict[str, str]:
-        """The record's system properties, in the order ``message_properties_section`` writes them."""
+        """The record's system properties, in the order ``store.record.encode_item_tail`` writes them."""
         properties = {Prop.MESSAGE_ID: self.message_id} if self.message_id else {}
         if self.tag:
             properties[Prop.TAG] = self.tag

@@ -175,17 +175,11 @@ def encode_item_tail(item: SendItem) -> bytes:
 
 def encode_tail(draft: MessageDraft) -> bytes:
     """Everything after the header; its length fixes the record size before placement."""
-    return encode_tail_fields(draft.topic, draft.born_host, draft.properties, draft.user_properties, draft.body)
-
-
-def encode_tail_fields(topic: str, born_host: str, properties: Mapping[str, str], user_properties: Mapping[str, str],
-                       body: bytes) -> bytes:
-    """:func:`encode_tail` of a message given by its fields."""
     texts = _short_texts
-    return b"".join((texts.get(topic) or _short_text(topic, "topic"),
-                     texts.get(born_host) or _short_text(born_host, "born host"),
-                     _properties_section(properties), _properties_section(user_properties),
-                     _U32.pack(len(body)), body))
+    return b"".join((texts.get(draft.topic) or _short_text(draft.topic, "topic"),
+                     texts.get(draft.born_host) or _short_text(draft.born_host, "born host"),
+                     _properties_section(draft.properties), _properties_section(draft.user_properties),
+                     _U32.pack(len(draft.body)), draft.body))
 
 
 _HEAD_FRONT = struct.Struct(">II")  # size, magic: the bytes before the CRC

@@ -66,6 +66,7 @@ class StagedRun:
 # size, magic, (crc), queue id, (flags), queue offset, commit offset, (timestamps), topic length
 _HEAD = struct.Struct(">II4xi4xqq16xH")
 _TOPIC_AT = _HEAD.size  # the topic's bytes follow its u16 length
+_COMMIT_OFFSET = struct.Struct(">q").unpack_from  # a consume-queue entry's first field
 _READ_ENTRIES = 1024  # consume-queue entries read per file read
 FEW_ENTRIES = 64  # a batch with at most this many index entries is checked without numpy
 
@@ -103,13 +104,18 @@ class IndexCursor:
             if blob:
                 found[key] = (head[0] - len(blob) // CQ_ENTRY_SIZE, [blob])
         if end > indexed_offset:
+            last: dict[tuple[str, int], int] = {}  # key -> the queue offset of its last entry taken
             for _, topic, queue_id, queue_offset, entry in pending:
-                commit_offset = ENTRY.unpack_from(entry)[0]
+                commit_offset = _COMMIT_OFFSET(entry)[0]
                 if commit_offset < start or commit_offset >= end:
                     continue
                 key = (topic, queue_id)
-                first, parts = found.setdefault(key, (queue_offset, []))
-                parts.append(entry)
+                slot = found.get(key)
+                if slot is None:
+                    slot = found[key] = (queue_offset, [])
+                slot[1].append(entry)
+                last[key] = queue_offset
+            for key, queue_offset in last.items():  # the heads once per queue, not once per record
                 self._heads[key] = [queue_offset + 1, None]
         return tuple(QueueSlice(topic, queue_id, first, b"".join(parts))
                      for (topic, queue_id), (first, parts) in found.items())

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import zlib
-from itertools import repeat
+from itertools import count, repeat
 from typing import Sequence
 
 from metadata.message import MessageDraft, MessageType
@@ -160,9 +160,9 @@ class SendService:
         rows = self._rows(run.items, now)
         future = asyncio.get_running_loop().create_future()
         keys, in_progress = run.keys, self._in_progress
-        for index, key in enumerate(keys):
-            if key[1]:
-                in_progress[key] = (future, index)
+        # every key, in C; one without an id is never looked up (_joins_run and
+        # _send_deduplicated test the id first)
+        in_progress.update(zip(keys, zip(repeat(future), count())))
         try:
             _, placed = await self.store.put_rows(rows)  # no stored message per record: 3 numbers are read
             remembered = [(key[1], row[1], where[2], "", "") for key, row, where in zip(keys, rows, placed)]

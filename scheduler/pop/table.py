@@ -28,7 +28,8 @@ from typing import Any, Iterator, Sequence
 
 from metadata.frozen_values import quick_init
 from scheduler.pop.receipt import ReceiptHandle
-from scheduler.pop.records import ChangeRecord, InFlight, PopRecord, QueueKey, Record, ResetRecord, SkipRecord
+from scheduler.pop.records import (AckRecord, ChangeRecord, InFlight, PopRecord, QueueKey, Record, ResetRecord,
+                                   SkipRecord)
 
 
 class HandleCheck(str, Enum):
@@ -126,6 +127,13 @@ class PopTable:
 
     def _apply_one(self, record: Record) -> tuple[QueueState | None, bool]:
         """Apply without checking: the state changed (None if none did) and whether its commit moved."""
+        if type(record) is AckRecord:  # the most applied, one per message acked: tested first
+            state = self.queues.get(record.key)
+            if state is None or state.is_consumed(record.offset) or record.offset >= state.pop_offset:
+                return None, False
+            state.inflight.pop(record.offset, None)
+            state.acked.add(record.offset)
+            return state, state.advance_commit()
         if isinstance(record, PopRecord):
             self.last_seq = max([self.last_seq] + [e.seq for e in record.entries])
             state = self.ensure(record.key, record.from_offset)
@@ -140,14 +148,8 @@ class PopTable:
             return None, False
         if isinstance(record, SkipRecord):
             return self._apply_skip(record)
-        if isinstance(record, ResetRecord):
-            return self._apply_reset(record)
-        state = self.queues.get(record.key)
-        if state is None or state.is_consumed(record.offset) or record.offset >= state.pop_offset:
-            return None, False
-        state.inflight.pop(record.offset, None)
-        state.acked.add(record.offset)
-        return state, state.advance_commit()
+        assert isinstance(record, ResetRecord), f"not a pop-log record: {record!r}"
+        return self._apply_reset(record)
 
     def _apply_skip(self, record: SkipRecord) -> tuple[QueueState | None, bool]:
         """O(in flight + acked) whatever the distance skipped (a PopRecord would ack one by one)."""

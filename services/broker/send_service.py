@@ -127,10 +127,10 @@ class SendService:
             return None
         keys = []
         for item in items:
-            kind = item[7]  # compared by identity: an Enum's hash is a Python call
-            if (kind is not _NORMAL and kind is not _FIFO) or not item[4]:
+            kind = item.message_type  # compared by identity: an Enum's hash is a Python call
+            if (kind is not _NORMAL and kind is not _FIFO) or not item.message_id:
                 return None
-            keys.append((item[0], item[4]))
+            keys.append((item.topic, item.message_id))
         ids = set(keys)
         if len(ids) != len(keys) or not self.dedupe.knows_none(ids) or not self._in_progress.keys().isdisjoint(ids):
             return None
@@ -236,7 +236,7 @@ class SendService:
         tail_of = record.encode_item_tail
         try:
             for item in items:
-                name, message_type = item[0], item[7]
+                name, message_type = item.topic, item.message_type
                 key = (name, message_type._value_)  # the plain str: hashing the Enum is a Python call
                 topic = configs.get(key)
                 if topic is None:
@@ -247,7 +247,7 @@ class SendService:
                         queue = normal_queues[name] = self._queue(topic, item)
                 else:
                     queue = self._queue(topic, item)
-                rows.append((name, queue, item[2], tail_of(item), item[5]))
+                rows.append((name, queue, item.born_timestamp_ms, tail_of(item), item.tag))
         except ValueError as failure:  # a text past its u16 length: a long host, a draft's property key
             raise rejection_for(MessageTooLarge(f"message to {items[0].topic}: {failure}")) from None
         return rows

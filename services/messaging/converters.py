@@ -164,8 +164,8 @@ def send_items(request, config: MessagingConfig, now_ms: int, client_id: str) ->
     for message in messages:
         item = send_item(message, config, now_ms, client_id, first_topic)
         if first_topic is None:
-            first_topic = item[0]
-        elif item[0] != first_topic:
+            first_topic = item.topic
+        elif item.topic != first_topic:
             raise reject(Code.ILLEGAL_TOPIC, "all messages of one request must have the same topic")
         items.append(item)
     return items

@@ -40,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_broker import BODY, ID_PREFIX  # noqa: E402
+from bench.bench_broker import BODY, ID_PREFIX, _key_value  # noqa: E402
 from proto import messaging_definition_pb2 as d  # noqa: E402
 from proto import messaging_service_pb2 as s  # noqa: E402
 
@@ -200,6 +200,9 @@ def main() -> None:
     parser.add_argument("--replicated", action="store_true",
                         help="broker-a with a slave in a second in-process container (SYNC_MASTER, SYNC_FLUSH)")
     parser.add_argument("--in-flight", type=int, default=1, help="sends outstanding at once")
+    parser.add_argument("--broker-key", action="append", default=[], type=_key_value, metavar="KEY=VALUE",
+                        help="a broker config key for broker-a (repeatable), e.g. sendDedupeMaxEntries=0 to see "
+                             "what the de-duplication memory costs")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="also profile the last round (cProfile, on the loop thread) and print its N costliest "
                              "functions by own time, per call (the profiler's overhead inflates every figure)")
@@ -223,7 +226,7 @@ def main() -> None:
     from tests.support.inprocess_container import InProcessContainer
 
     with tempfile.TemporaryDirectory(prefix="send-path-") as data:
-        node = InProcessContainer(Path(data), brokers=[{"brokerName": "broker-a", "flushDiskType": args.flush}],
+        node = InProcessContainer(Path(data), brokers=[{"brokerName": "broker-a", "flushDiskType": args.flush, **{k: int(v) if v.lstrip("-").isdigit() else v for k, v in args.broker_key}}],
                                   uvloop=True)
         try:
             service, context = _service(node), Context()
@@ -242,7 +245,7 @@ def main() -> None:
         finally:
             node.stop()
     unit = "call" if args.case == "send" else "message received and acked"
-    print(f"# send_path: {' '.join(sys.argv)}; {args.flush}, {args.batch} message(s) of 1 KiB per send, "
+    print(f"# send_path: {' '.join(sys.argv)}; {args.flush}{''.join(f', {k}={v}' for k, v in args.broker_key)}, {args.batch} message(s) of 1 KiB per send, "
           f"{args.calls} sends x {args.rounds} rounds, the loop thread's CPU per {unit} (us)")
     print(f"rounds: {', '.join(f'{f:.1f}' for f in figures)}")
     if args.case == "send":

@@ -44,7 +44,7 @@ class BrokerConfig:
     max_receive_batch_size: int = config_field("maxReceiveBatchSize", 32, minimum=1, maximum=1024, unit="messages", doc="most messages in one receive")
     long_polling_max_ms: int = config_field("longPollingMaxMs", 20_000, minimum=0, unit="ms", doc="longest wait of a receive with nothing to deliver")
     revive_batch_max: int = config_field("reviveBatchMax", 512, minimum=1, unit="messages", doc="most expired in-flight messages handled per revive run")
-    send_dedupe_window_ms: int = config_field("sendDedupeWindowMs", 60_000, minimum=0, unit="ms", doc="how long a message id is remembered to drop client retries")
+    send_dedupe_window_ms: int = config_field("sendDedupeWindowMs", 60_000, minimum=0, unit="ms", doc="how long a message id is remembered to drop client retries: at least this long (unless sendDedupeMaxEntries / 2 newer ids came since), never past twice this")
     send_dedupe_max_entries: int = config_field("sendDedupeMaxEntries", 100_000, minimum=0, unit="entries", doc="bound of the send de-duplication memory: message ids kept, in two generations of half each (services.broker.dedupe)")
     clean_expired_interval_ms: int = config_field("cleanResourceInterval", 10_000, minimum=1, unit="ms", doc="period of the store retention clean")
     slave_synchronize_period_ms: int = config_field("slaveSynchronizePeriod", 10_000, minimum=1, unit="ms", doc="period of a slave's metadata sync from its master (topics, groups, offsets, timer checkpoint)")

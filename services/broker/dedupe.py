@@ -6,20 +6,25 @@ copy.  Pure: now_ms is an input.
 
 Bounds: ids are kept in two generations, young and old, of at most ``max_entries / 2`` each
 (plus one put's ids).  When the young one is full, or older than the window, it becomes the
-old one and the old one is dropped whole.  So at most ``max_entries`` ids (and one put's) are
-kept, an id is kept for at least the window unless ``max_entries / 2`` newer ones came after
-it, and nothing is kept past two windows.  Why generations rather than an LRU: evicting one
+old one and the old one is dropped whole.  An id is answered while its generation is at most
+two windows old: so it is kept for at least the window unless ``max_entries / 2`` newer ones
+came after it, and never past two windows.  Why generations rather than an LRU: evicting one
 entry per message sent from an OrderedDict, in Python, and moving each to its end was about
 4% of a batched send's CPU (bench/profile_broker.py); dropping a generation is one C call.
+
+Why per topic, id -> outcome, with the time kept per generation: the memory holds up to
+100k ids, and what each costs is memory the next sends miss in the cache, not Python.  A
+(topic, id) key tuple and a (time, outcome) tuple per id, besides the outcome, made the memory
+cost a single send 5-6 us and a batched message 1.2-1.4 us of the 10 of its Python
+(``bench/send_path.py`` with ``sendDedupeMaxEntries`` 0 against the default); per topic, the
+id string the message already has is the key and the outcome the value.
 """
 from __future__ import annotations
 
-from itertools import repeat
-from operator import itemgetter
-from typing import Generic, Sequence, TypeVar
+from typing import Generic, Iterable, Sequence, TypeVar
 
 T = TypeVar("T")
-_message_id = itemgetter(1)  # of a (topic, message id) key
+_NONE: dict = {}
 
 
 class SendDedupe(Generic[T]):
@@ -27,48 +32,55 @@ class SendDedupe(Generic[T]):
         self.window_ms = window_ms
         self.max_entries = max_entries
         self._generation_size = max(1, max_entries // 2)
-        self._young: dict[tuple[str, str], tuple[int, T]] = {}
-        self._old: dict[tuple[str, str], tuple[int, T]] = {}
+        self._young: dict[str, dict[str, T]] = {}  # topic -> message id -> outcome
+        self._old: dict[str, dict[str, T]] = {}
+        self._young_count = 0  # ids put into the young generation (a repeated id counts again)
         self._young_since_ms: int | None = None  # when the young generation got its first id
+        self._old_since_ms: int | None = None
 
     def lookup(self, topic: str, message_id: str, now_ms: int) -> T | None:
         if not message_id:
             return None
-        key = (topic, message_id)
-        found = self._young.get(key)
-        if found is None:
-            found = self._old.get(key)
-        if found is None or now_ms - found[0] > self.window_ms:
-            return None
-        return found[1]
+        found = self._young.get(topic, _NONE).get(message_id)
+        if found is not None:
+            return found if now_ms - self._young_since_ms <= 2 * self.window_ms else None
+        found = self._old.get(topic, _NONE).get(message_id)
+        if found is not None and now_ms - self._old_since_ms <= 2 * self.window_ms:
+            return found
+        return None
 
-    def knows_none(self, keys: set[tuple[str, str]]) -> bool:
-        """No (topic, message id) of ``keys`` is kept, expired or not (C set tests)."""
-        return self._young.keys().isdisjoint(keys) and self._old.keys().isdisjoint(keys)
+    def knows_none(self, topic: str, message_ids: set[str]) -> bool:
+        """No id of ``message_ids`` sent to ``topic`` is kept, expired or not (C set tests)."""
+        return (self._young.get(topic, _NONE).keys().isdisjoint(message_ids)
+                and self._old.get(topic, _NONE).keys().isdisjoint(message_ids))
 
     def __len__(self) -> int:
-        return len(self._young) + len(self._old)
+        return sum(map(len, self._young.values())) + sum(map(len, self._old.values()))
 
     def clear(self) -> None:
-        self._young, self._old, self._young_since_ms = {}, {}, None
+        self._young, self._old, self._young_count = {}, {}, 0
+        self._young_since_ms = self._old_since_ms = None
 
     def remember(self, topic: str, message_id: str, outcome: T, now_ms: int) -> None:
-        self.remember_many([(topic, message_id)], [outcome], now_ms)
+        self.remember_many(topic, (message_id,), (outcome,), now_ms)
 
-    def remember_many(self, keys: Sequence[tuple[str, str]], outcomes: Sequence[T], now_ms: int) -> None:
-        """:meth:`remember` each (topic, message id) key with its outcome (keys without an id
-        are not kept); the young generation turns old once full or older than the window."""
+    def remember_many(self, topic: str, message_ids: Sequence[str], outcomes: Iterable[T], now_ms: int) -> None:
+        """:meth:`remember` each id sent to ``topic`` with its outcome (an empty id is not
+        kept); the young generation turns old once full or older than the window."""
         if self.max_entries == 0 or self.window_ms == 0:
             return
-        young = self._young
         if self._young_since_ms is None:
             self._young_since_ms = now_ms
-        elif now_ms - self._young_since_ms > self.window_ms or len(young) >= self._generation_size:
-            self._old, young = young, {}
-            self._young, self._young_since_ms = young, now_ms
-        if all(map(_message_id, keys)):
-            young.update(zip(keys, zip(repeat(now_ms), outcomes)))  # in C
+        elif now_ms - self._young_since_ms > self.window_ms or self._young_count >= self._generation_size:
+            self._old, self._old_since_ms = self._young, self._young_since_ms
+            self._young, self._young_since_ms, self._young_count = {}, now_ms, 0
+        bucket = self._young.get(topic)
+        if bucket is None:
+            bucket = self._young[topic] = {}
+        if all(message_ids):
+            bucket.update(zip(message_ids, outcomes))  # in C
         else:
-            for key, outcome in zip(keys, outcomes):
-                if key[1]:
-                    young[key] = (now_ms, outcome)
+            for message_id, outcome in zip(message_ids, outcomes):
+                if message_id:
+                    bucket[message_id] = outcome
+        self._young_count += len(message_ids)

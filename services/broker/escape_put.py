@@ -60,8 +60,8 @@ async def escape_put(broker, items: Sequence[EscapedItem]) -> list[EscapedPlace]
             stored = await broker.store.put(drafts)
         except StoreError as error:
             raise rejection_for(error) from error
-        keys = [(items[i].draft.topic, _DEDUPE_PREFIX + items[i].key) for i in fresh]
-        dedupe.remember_many(keys, [(s.queue_id, s.queue_offset) for s in stored], now)
+        for i, message in zip(fresh, stored):
+            dedupe.remember(items[i].draft.topic, _DEDUPE_PREFIX + items[i].key, (message.queue_id, message.queue_offset), now)
         for index, message in zip(fresh, stored):
             places[index] = EscapedPlace(broker.name, message.topic, message.queue_id, message.queue_offset)
         await broker.replication.wait_replicated(broker.store.commit_log_max_offset)

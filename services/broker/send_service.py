@@ -44,24 +44,39 @@ from store.put_rows import Row
 _NORMAL, _FIFO = MessageType.NORMAL, MessageType.FIFO  # plain: stored as they are, so a request's share one put
 
 
-_outcome = tuple.__new__  # (SendOutcome, kept): the outcome of a plain tuple the memory kept
+_outcome = tuple.__new__  # (SendOutcome, fields): a named tuple made in C
+_QUEUE_BITS = 32
+_QUEUE_MASK = (1 << _QUEUE_BITS) - 1
 
 
-def _remembered(outcome: SendOutcome) -> tuple:
-    """What the de-duplication memory keeps of an outcome, a plain tuple (the collector stops
-    tracking those; named tuples it walks every full collection)."""
-    return tuple(outcome)
+def _remembered(outcome: SendOutcome) -> int | tuple:
+    """What the de-duplication memory keeps of an outcome: a plain message's queue offset and
+    queue id in one int (the memory holds up to sendDedupeMaxEntries of them: one small object
+    each, services.broker.dedupe), anything else a plain tuple (the collector stops tracking
+    those; named tuples it walks every full collection)."""
+    if outcome.transaction_id or outcome.recall_handle:
+        return tuple(outcome)
+    return outcome.queue_offset << _QUEUE_BITS | outcome.queue_id
+
+
+def _known(message_id: str, kept: int | tuple) -> SendOutcome:
+    """The outcome the memory kept for ``message_id`` (:func:`_remembered`)."""
+    if kept.__class__ is int:
+        return _outcome(SendOutcome, (message_id, kept & _QUEUE_MASK, kept >> _QUEUE_BITS, "", ""))
+    return _outcome(SendOutcome, kept)
 
 
 class _Run:
     """Consecutive plain items that will share one put, with their (topic, message id) keys."""
 
-    __slots__ = ("items", "keys", "ids")
+    __slots__ = ("items", "keys", "ids", "topic", "message_ids")
 
     def __init__(self) -> None:
         self.items: list[SendItem] = []
-        self.keys: list[tuple[str, str]] = []  # one per item, in order
+        self.keys: list[tuple[str, str]] = []  # (topic, message id), one per item, in order
         self.ids: set[tuple[str, str]] = set()  # the keys with a message id
+        self.topic: str | None = None  # a whole request's run: its one topic, and its ids in order
+        self.message_ids: list[str] = []
 
 
 def fifo_queue(message_group: str, write_queues: int) -> int:
@@ -73,10 +88,9 @@ class SendService:
                  transactions: TransactionService):
         self.config, self.store, self.clock = config, store, clock
         self.topics, self.timer, self.transactions = topics, timer, transactions
-        # outcomes are kept as plain tuples of str and int, which the garbage collector stops
-        # tracking: up to sendDedupeMaxEntries of them live at once (100k by default), and as
-        # objects they made every full collection walk them all
-        self.dedupe: SendDedupe[tuple] = SendDedupe(config.send_dedupe_window_ms, config.send_dedupe_max_entries)
+        # outcomes are kept as ints and plain tuples (_remembered), which the garbage collector
+        # does not walk: up to sendDedupeMaxEntries of them live at once (100k by default)
+        self.dedupe: SendDedupe[int | tuple] = SendDedupe(config.send_dedupe_window_ms, config.send_dedupe_max_entries)
         self._generation = store.derived_generation  # the store's, when the outcomes remembered were written
         self._round_robin: dict[str, int] = {}
         self._max_batch_put = store.config.max_batch_put
@@ -125,17 +139,22 @@ class SendService:
         per message: about a tenth of a batch's Python).  None: go message by message."""
         if len(items) > self._max_batch_put:
             return None
-        keys = []
+        topic = items[0].topic
+        message_ids = []
         for item in items:
             kind = item.message_type  # compared by identity: an Enum's hash is a Python call
-            if (kind is not _NORMAL and kind is not _FIFO) or not item.message_id:
+            if (kind is not _NORMAL and kind is not _FIFO) or not item.message_id or item.topic != topic:
                 return None
-            keys.append((item.topic, item.message_id))
+            message_ids.append(item.message_id)
+        distinct = set(message_ids)
+        if len(distinct) != len(message_ids) or not self.dedupe.knows_none(topic, distinct):
+            return None
+        keys = list(zip(repeat(topic), message_ids))  # in C
         ids = set(keys)
-        if len(ids) != len(keys) or not self.dedupe.knows_none(ids) or not self._in_progress.keys().isdisjoint(ids):
+        if not self._in_progress.keys().isdisjoint(ids):
             return None
         run = _Run()
-        run.items, run.keys, run.ids = list(items), keys, ids
+        run.items, run.keys, run.ids, run.topic, run.message_ids = list(items), keys, ids, topic, message_ids
         return run
 
     def _joins_run(self, item: SendItem, run: _Run, now_ms: int) -> bool:
@@ -145,7 +164,7 @@ class SendService:
             return False
         key = (item.topic, item.message_id)
         if key[1]:
-            if key in run.ids or key in self._in_progress or self.dedupe.lookup(*key, now_ms) is not None:
+            if key in run.ids or key in self._in_progress or self.dedupe.lookup(key[0], key[1], now_ms) is not None:
                 return False
             run.ids.add(key)
         run.items.append(item)
@@ -165,9 +184,14 @@ class SendService:
         in_progress.update(zip(keys, zip(repeat(future), count())))
         try:
             _, placed = await self.store.put_rows(rows)  # no stored message per record: 3 numbers are read
-            remembered = [(key[1], row[1], where[2], "", "") for key, row, where in zip(keys, rows, placed)]
-            outcomes = list(map(_outcome, repeat(SendOutcome), remembered))
-            self.dedupe.remember_many(keys, remembered, now)
+            outcomes = [_outcome(SendOutcome, (key[1], row[1], where[2], "", ""))
+                        for key, row, where in zip(keys, rows, placed)]
+            kept = [where[2] << _QUEUE_BITS | row[1] for row, where in zip(rows, placed)]  # _remembered's ints
+            if run.topic is not None:
+                self.dedupe.remember_many(run.topic, run.message_ids, kept, now)
+            else:
+                for (topic, message_id), outcome in zip(keys, kept):
+                    self.dedupe.remember(topic, message_id, outcome, now)
             future.set_result(outcomes)
             return outcomes
         except BaseException as error:
@@ -182,9 +206,9 @@ class SendService:
 
     async def _send_deduplicated(self, item: SendItem) -> SendOutcome:
         key = (item.topic, item.message_id)
-        known = self.dedupe.lookup(*key, self.clock.now_ms())
+        known = self.dedupe.lookup(item.topic, item.message_id, self.clock.now_ms())
         if known is not None:
-            return _outcome(SendOutcome, known)
+            return _known(item.message_id, known)
         if item.message_id and key in self._in_progress:
             future, index = self._in_progress[key]
             return (await asyncio.shield(future))[index]
@@ -193,7 +217,7 @@ class SendService:
             self._in_progress[key] = (future, 0)
         try:
             outcome = await self._send_one(item)
-            self.dedupe.remember(*key, _remembered(outcome), self.clock.now_ms())
+            self.dedupe.remember(item.topic, item.message_id, _remembered(outcome), self.clock.now_ms())
             future.set_result([outcome])
             return outcome
         except BaseException as error:

@@ -1,15 +1,17 @@
 """Unit tests of the pure pop core: receipt handles, the table's rules, delivery decisions."""
 from __future__ import annotations
 
-from hypothesis import given, strategies as st
+import pytest
+from hypothesis import given, settings, strategies as st
 
 from metadata.message import MessageDraft, Prop, StoredMessage
 from metadata.message_filter import MessageFilter
 from scheduler.pop.decisions import PopContext, PopRejection, decide_ack, decide_change, plan_fifo_redelivery, plan_new
 from scheduler.pop import receipt
 from scheduler.pop.receipt import ReceiptHandle, decode
-from scheduler.pop.records import AckRecord, QueueKey, decode_record, decode_records, encode_record, encode_records
-from scheduler.pop.table import HandleCheck, PopTable
+from scheduler.pop.records import (AckRecord, ChangeRecord, QueueKey, ResetRecord, SkipRecord, decode_record,
+                                   decode_records, encode_record, encode_records)
+from scheduler.pop.table import HandleCheck, PopTable, QueueState
 
 topics = st.from_regex(r"[%a-zA-Z0-9_-]{1,40}", fullmatch=True)
 
@@ -203,6 +205,49 @@ def test_apply_all_equals_applying_one_by_one():
     commits = [c for record in records for c in one_by_one.apply(record)]
     assert at_once.apply_all(records) == commits
     assert at_once.to_document() == one_by_one.to_document()
+
+
+operations = st.lists(st.tuples(st.sampled_from(["pop", "ack", "change", "skip", "reset"]), st.integers(0, 40),
+                                 st.integers(1, 8)), max_size=40)
+
+
+@settings(max_examples=200, deadline=None)
+@given(operations)
+def test_every_invariant_holds_after_any_run_of_records(steps):
+    """apply_all checks only what each record changed (O(changed), not O(in flight)); the full
+    check over every entry must hold after any sequence of receives, acks, changes, skips and
+    resets, so the cheap check loses nothing the transitions could break."""
+    table, seq, now = PopTable(), iter(range(1, 10**6)), 0
+    for kind, offset, count in steps:
+        state = table.ensure(KEY, 0)
+        if kind == "pop":
+            plan = plan_new(KEY, state, [message(o) for o in range(state.pop_offset, state.pop_offset + count)],
+                            ctx(now=now, batch=count), lambda: next(seq))
+            records = [plan.record] if plan.record else []
+        elif kind == "ack":
+            records = [AckRecord(KEY, o) for o in range(offset, offset + count)]
+        elif kind == "change":
+            records = [ChangeRecord(KEY, offset, next(seq), now + 5000)]
+        elif kind == "skip":
+            records = [SkipRecord(KEY, offset)]
+        else:
+            records = [ResetRecord(KEY, offset, next(seq))]
+        table.apply_all(records)
+        table.get(KEY).check()
+        now += 10
+
+
+def test_the_changed_check_catches_a_broken_queue():
+    state = QueueState(commit=5, pop_offset=10)
+    state.inflight = {4: None, 6: None}  # an entry below the commit offset
+    with pytest.raises(AssertionError):
+        state.check_changed([])
+    state = QueueState(commit=5, pop_offset=10, inflight={6: None, 7: None}, acked={7})
+    with pytest.raises(AssertionError):
+        state.check_changed([7])  # in flight and acked at once
+    state = QueueState(commit=5, pop_offset=7, inflight={6: None, 8: None})
+    with pytest.raises(AssertionError):
+        state.check_changed([])  # past the pop cursor
 
 
 def test_next_seq_grows_and_is_seeded_by_time():

@@ -26,7 +26,10 @@ from services.acting.escape import EscapedItem, EscapedPlace
 from services.broker.internal_put import rejection_for
 from store.errors import StoreError
 
-_DEDUPE_PREFIX = "escape:"
+# escapes are remembered in the send de-duplication memory under "escape:<topic>", which no
+# client's send can name (":" is not allowed in a topic name): a client's message id can never
+# be answered with an escape's place
+_DEDUPE_BUCKET = "escape:"
 
 
 def _queue_of(broker, item: EscapedItem, now_ms: int) -> int:
@@ -48,7 +51,7 @@ async def escape_put(broker, items: Sequence[EscapedItem]) -> list[EscapedPlace]
     places: list[EscapedPlace | None] = []
     drafts, fresh = [], []
     for index, item in enumerate(items):
-        known = dedupe.lookup(item.draft.topic, _DEDUPE_PREFIX + item.key, now)
+        known = dedupe.lookup(_DEDUPE_BUCKET + item.draft.topic, item.key, now)
         if known is not None:
             places.append(EscapedPlace(broker.name, item.draft.topic, known[0], known[1]))
             continue
@@ -61,7 +64,8 @@ async def escape_put(broker, items: Sequence[EscapedItem]) -> list[EscapedPlace]
         except StoreError as error:
             raise rejection_for(error) from error
         for i, message in zip(fresh, stored):
-            dedupe.remember(items[i].draft.topic, _DEDUPE_PREFIX + items[i].key, (message.queue_id, message.queue_offset), now)
+            dedupe.remember(_DEDUPE_BUCKET + items[i].draft.topic, items[i].key, (message.queue_id, message.queue_offset),
+                            now)
         for index, message in zip(fresh, stored):
             places[index] = EscapedPlace(broker.name, message.topic, message.queue_id, message.queue_offset)
         await broker.replication.wait_replicated(broker.store.commit_log_max_offset)

@@ -264,6 +264,23 @@ def test_an_escape_repeated_after_the_targets_log_was_cut_is_stored_again(tmp_pa
     run(scenario())
 
 
+def test_a_client_send_is_never_answered_with_an_escapes_place(tmp_path):
+    """Escapes share the target's de-duplication memory under a topic no client can name: a
+    client's message whose id spells an escape's key, or the key with the old "escape:" prefix,
+    is stored, not answered with the escape's place."""
+    async def scenario():
+        pair = await Pair(tmp_path).start()
+        key = "broker-a:timer:9"
+        await pair.target.escape_put([EscapedItem(key, EscapeKind.DELAY, draft(message_id="E9"))])
+        for message_id in (key, "escape:" + key):
+            outcomes = await pair.target.send([SendItem.of(draft(message_id=message_id), MessageType.NORMAL, None, None)])
+            assert outcomes[0].message_id == message_id
+        stored = sorted(m.message_id for q in (0, 1) for m in pair.target_store.get(TOPIC, q, 0, 10).messages)
+        assert stored == sorted(["E9", key, "escape:" + key])
+        await pair.stop()
+    run(scenario())
+
+
 def test_after_a_failed_put_on_the_local_master_due_messages_wait_one_retry_interval_not_the_exclusion(tmp_path):
     """Issue 24 defect 3: the only target, the master next to the acting slave, failed one put
     (its replica wait ran out: its own slave died with the other container).  It is alive: the

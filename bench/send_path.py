@@ -15,6 +15,10 @@ figure is the part of a send that RelayMQ's Python decides.
     .venv/bin/python bench/send_path.py --calls 5000 --rounds 2 --profile 40   # where it goes (cProfile)
     .venv/bin/python bench/send_path.py --case receive --calls 8000 --rounds 3
     .venv/bin/python bench/send_path.py --replicated --in-flight 16 --calls 5000 --rounds 3
+    .venv/bin/python bench/send_path.py --batch 32 --broker-key sendDedupeMaxEntries=0   # without the memory
+
+``--broker-key KEY=VALUE`` sets a broker config key (on both brokers with ``--replicated``):
+the same run with and without a feature shows what it costs.
 
 ``--replicated``: a second in-process container holds broker-a's slave (brokerId 1, SLAVE),
 the master is a SYNC_MASTER, both SYNC_FLUSH with inSyncReplicas 2, so every send waits for
@@ -127,7 +131,8 @@ def replicated(args) -> tuple[list[dict], list]:
     """--replicated: per call, the master's loop, the slave's loop and the other threads (us)."""
     from tests.support.inprocess_container import InProcessContainer
 
-    ha = {"flushDiskType": "SYNC_FLUSH", "totalReplicas": 2, "inSyncReplicas": 2, "minInSyncReplicas": 2}
+    ha = {"flushDiskType": "SYNC_FLUSH", "totalReplicas": 2, "inSyncReplicas": 2, "minInSyncReplicas": 2,
+          **_broker_keys(args)}
     figures, profiles = [], []
     with tempfile.TemporaryDirectory(prefix="send-path-") as data:
         master = InProcessContainer(Path(data) / "master",
@@ -158,6 +163,11 @@ def replicated(args) -> tuple[list[dict], list]:
             slave.stop()
             master.stop()
     return figures, profiles
+
+
+def _broker_keys(args) -> dict:
+    """--broker-key values, integers as integers (the config file is TOML)."""
+    return {key: int(value) if value.lstrip("-").isdigit() else value for key, value in args.broker_key}
 
 
 def _fresh(calls: list, number: int) -> list:
@@ -226,8 +236,8 @@ def main() -> None:
     from tests.support.inprocess_container import InProcessContainer
 
     with tempfile.TemporaryDirectory(prefix="send-path-") as data:
-        node = InProcessContainer(Path(data), brokers=[{"brokerName": "broker-a", "flushDiskType": args.flush, **{k: int(v) if v.lstrip("-").isdigit() else v for k, v in args.broker_key}}],
-                                  uvloop=True)
+        broker = {"brokerName": "broker-a", "flushDiskType": args.flush, **_broker_keys(args)}
+        node = InProcessContainer(Path(data), brokers=[broker], uvloop=True)
         try:
             service, context = _service(node), Context()
             figures = []

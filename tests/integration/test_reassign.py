@@ -122,7 +122,12 @@ def test_a_move_a_move_back_and_a_rolled_back_move_under_load_lose_nothing(clust
     outcome = json.loads(stdout)
     assert command.returncode == 1 and outcome["move"]["step"] == "ROLLED_BACK", stdout + stderr
     assert outcome["serving"] == cluster.endpoint(1) and "did not open within 4000 ms" in outcome["move"]["why"], outcome
-    assert [s["step"] for s in outcome["steps"]][-2:] == ["ROLLING_BACK", "ROLLED_BACK"], outcome["steps"]
+    # the command samples the move every 50 ms: OPENING lasts the 4 s open timeout, ROLLING_BACK
+    # only until the source reports taking the broker back, which can be sooner than one sample
+    observed = [s["step"] for s in outcome["steps"]]
+    legal = ["COMMITTED", "OPENING", "ROLLING_BACK", "ROLLED_BACK"]
+    assert observed[-1] == "ROLLED_BACK" and "OPENING" in observed, outcome["steps"]
+    assert observed == [step for step in legal if step in observed], outcome["steps"]
     ledger = read_ledger(cluster.workdir / "shared-store" / "broker-a")
     assert ledger.newest.owner == cluster.endpoint(1) and ledger.newest.epoch == outcome["move"]["epoch"] + 1
     rolled_back_at = time.monotonic()

@@ -29,6 +29,12 @@ class HaConfig:
         "haTransferBatchSize", 4 * 1024 * 1024, unit="bytes", minimum=1, maximum=16 * 1024 * 1024,
         doc="most bytes of one transfer batch (at least one whole record is always sent); batches reach it only "
             "while a slave is behind, and below about 4 MiB per-batch costs limit catch-up (upstream: 32 KiB)")
+    ha_coalesce_bytes: int = config_field(
+        "haCoalesceBytes", 1024 * 1024, unit="bytes", minimum=0, maximum=16 * 1024 * 1024,
+        doc="while a slave has not acked the last batch, what is written since waits for that ack and goes as "
+            "one batch, unless this many bytes are ready or a heartbeat interval passed (0: every write goes at "
+            "once; an idle link always sends at once). RelayMQ's own key: on conf/controller-mode, sends of one "
+            "message with 16 in flight cost both containers a quarter less CPU with it")
     ha_max_gap_not_in_sync: int = config_field(
         "haMaxGapNotInSync", 256 * 1024 * 1024, unit="bytes", minimum=0,
         doc="RIP-34: a slave whose ack lags the master by less than this counts as in sync")

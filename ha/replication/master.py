@@ -7,7 +7,12 @@ Rules:
 * The slave's first ack is its resume offset; it must lie in ``[min, max]`` of the master's
   log (REQUEST_OUT_OF_RANGE otherwise).  Later acks only report progress (returned to the
   driver for :class:`ha.replication.sync_state.SyncStateTracker`).
-* Batches come from :func:`ha.replication.transfer.plan_batch` (one epoch each); an empty
+* Batches come from :func:`ha.replication.transfer.plan_batch` (one epoch each).  While the
+  last batch sent is not acknowledged, the bytes written since wait for its ack and then go
+  as one batch (``coalesce_bytes``, haCoalesceBytes), unless that many are ready or a heartbeat
+  interval passed since the last send: under load one batch and one ack carry many puts,
+  not one each (a put's record was a batch of its own, and on two cores the master's loop
+  spent more on batches and acks than on the puts); an idle link sends at once.  An empty
   batch (heartbeat) goes out when nothing was sent for the heartbeat interval, or
   ``confirm_news_ms`` after the confirm offset moved past the last one sent (an idle
   slave's readers and its checkpoint learn the confirm offset then, not a heartbeat
@@ -58,6 +63,7 @@ class MasterSettings:
     housekeeping_interval_ms: int = 20_000
     max_epoch_entries: int = 1000
     confirm_news_ms: int = 20
+    coalesce_bytes: int = 0   # 0: every write goes out at once, whatever is unacknowledged
 
 
 class MasterSession:
@@ -115,7 +121,15 @@ class MasterSession:
         if plan.max_bytes == 0 and not self._news_due \
                 and now_ms - self._last_send_ms < self.settings.heartbeat_interval_ms:
             return None
+        if plan.max_bytes and self._coalescing(view.max_offset, now_ms):
+            return None
         return plan
+
+    def _coalescing(self, max_offset: int, now_ms: int) -> bool:
+        """The bytes written since the last batch wait for its ack (see the module's rules)."""
+        hold = self.settings.coalesce_bytes
+        return (hold > 0 and self.ack_offset < self.position and max_offset - self.position < hold
+                and now_ms - self._last_send_ms < self.settings.heartbeat_interval_ms)
 
     def sent(self, plan: BatchPlan, payload: bytes | memoryview, confirm_offset: int, now_ms: int,
              index: tuple[QueueSlice, ...] = (), metadata_version: int = 0) -> TransferBatch:

@@ -104,7 +104,8 @@ class GroupSettings:
     def session(self) -> MasterSettings:
         ha = self.ha
         return MasterSettings(ha.ha_transfer_batch_size, ha.ha_send_heartbeat_interval_ms,
-                              ha.ha_housekeeping_interval_ms, ha.ha_max_epoch_entries)
+                              ha.ha_housekeeping_interval_ms, ha.ha_max_epoch_entries,
+                              coalesce_bytes=ha.ha_coalesce_bytes)
 
 
 @dataclass

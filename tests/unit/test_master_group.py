@@ -283,3 +283,52 @@ def test_confirm_news_is_not_sent_when_a_batch_carried_it_and_is_due_once():
     # the stream is busy (a send blocked): the news stays due, but the tick does not wake it again
     assert token not in g.tick(log(1500), 61).wake and g.next_deadline_ms() >= 500
     assert g.next_batch(token, log(1500), 70).max_bytes == 0
+
+
+@pytest.mark.parametrize("coalesce, acked, written, now, sends", [
+    (1000, 100, 300, 10, False),    # the batch [100, 200) is not acked: the 100 bytes since wait for its ack
+    (1000, 200, 300, 10, True),     # acked: what waited goes as one batch
+    (1000, 150, 300, 10, False),    # a part acked (a keepalive ack while the slave syncs) is not the batch
+    (100, 100, 300, 10, True),      # as many bytes ready as haCoalesceBytes: no wait
+    (101, 100, 300, 10, False),
+    (1000, 100, 300, 499, False),   # a heartbeat interval (500 ms) after the last send at most
+    (1000, 100, 300, 500, True),
+    (0, 100, 300, 10, True),        # 0: every write goes at once
+])
+def test_a_write_waits_for_the_ack_of_the_batch_before_it(coalesce, acked, written, now, sends):
+    g = group(members=(1, 2), ha_coalesce_bytes=coalesce)
+    token = connect(g, 2, 100)
+    plan = g.next_batch(token, log(200), 0)
+    g.sent(token, plan, b"x" * plan.max_bytes, (), log(200), 0)         # the batch [100, 200) at 0
+    if acked > 100:
+        g.on_ack(token, SlaveAck(acked), log(written), 5)
+    plan = g.next_batch(token, log(written), now)
+    assert (plan is not None) == sends
+    if sends:
+        assert (plan.start_offset, plan.max_bytes) == (200, 100)
+
+
+def test_a_waiting_write_is_woken_by_the_ack_or_by_the_heartbeat_deadline_and_heartbeats_never_wait():
+    g = group(members=(1, 2))                                           # haCoalesceBytes: 1 MiB by default
+    token = connect(g, 2, 0)
+    g.sent(token, g.next_batch(token, log(1000), 0), b"x" * 1000, (), log(1000), 0)
+    assert g.next_batch(token, log(1500), 10) is None                   # waits for the ack of [0, 1000)
+    assert g.next_deadline_ms() <= 500                                  # at worst the heartbeat wakes it
+    assert token in g.tick(log(1500), 500).wake
+    assert g.next_batch(token, log(1500), 500).max_bytes == 500          # ...and then it goes
+    g.sent(token, g.next_batch(token, log(1500), 500), b"x" * 500, (), log(1500), 500)
+    assert g.next_batch(token, log(2000), 510) is None
+    assert token in g.on_ack(token, SlaveAck(1500), log(2000), 520).wake   # the ack wakes the stream
+    g.sent(token, g.next_batch(token, log(2000), 520), b"x" * 500, (), log(2000), 520)
+    assert g.next_batch(token, log(2100), 530) is None
+    assert token in g.metadata_changed().wake                           # news for the slave: it does not wait
+    assert g.next_batch(token, log(2100), 531).max_bytes == 100
+
+
+@pytest.mark.parametrize("value, reason", [(-1, "0"), (32 * 1024 * 1024, "16777216"), ("1MB", "integer")])
+def test_ha_coalesce_bytes_refuses_bad_values_naming_the_key(value, reason):
+    from metadata.config import ConfigError, bind
+
+    with pytest.raises(ConfigError) as refused:
+        bind(HaConfig, {"haCoalesceBytes": value}, "broker.toml")
+    assert refused.value.key == "haCoalesceBytes" and reason in str(refused.value)

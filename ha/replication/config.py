@@ -32,7 +32,8 @@ class HaConfig:
     ha_coalesce_bytes: int = config_field(
         "haCoalesceBytes", 1024 * 1024, unit="bytes", minimum=0, maximum=16 * 1024 * 1024,
         doc="while a slave has not acked the last batch, what is written since waits for that ack and goes as "
-            "one batch, unless this many bytes are ready or a heartbeat interval passed (0: every write goes at "
+            "one batch, unless this many bytes (or a full haTransferBatchSize) are ready or a heartbeat interval "
+            "passed (0: every write goes at "
             "once; an idle link always sends at once). RelayMQ's own key: on conf/controller-mode, sends of one "
             "message with 16 in flight cost both containers a quarter less CPU with it")
     ha_max_gap_not_in_sync: int = config_field(

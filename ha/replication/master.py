@@ -9,8 +9,8 @@ Rules:
   driver for :class:`ha.replication.sync_state.SyncStateTracker`).
 * Batches come from :func:`ha.replication.transfer.plan_batch` (one epoch each).  While the
   last batch sent is not acknowledged, the bytes written since wait for its ack and then go
-  as one batch (``coalesce_bytes``, haCoalesceBytes), unless that many are ready or a heartbeat
-  interval passed since the last send: under load one batch and one ack carry many puts,
+  as one batch (``coalesce_bytes``, haCoalesceBytes), unless that many (or a full batch) are
+  ready or a heartbeat interval passed since the last send: under load one batch and one ack carry many puts,
   not one each (a put's record was a batch of its own, and on two cores the master's loop
   spent more on batches and acks than on the puts); an idle link sends at once.  An empty
   batch (heartbeat) goes out when nothing was sent for the heartbeat interval, or
@@ -127,7 +127,7 @@ class MasterSession:
 
     def _coalescing(self, max_offset: int, now_ms: int) -> bool:
         """The bytes written since the last batch wait for its ack (see the module's rules)."""
-        hold = self.settings.coalesce_bytes
+        hold = min(self.settings.coalesce_bytes, self.settings.batch_size_bytes)   # a full batch goes
         return (hold > 0 and self.ack_offset < self.position and max_offset - self.position < hold
                 and now_ms - self._last_send_ms < self.settings.heartbeat_interval_ms)
 

@@ -332,3 +332,15 @@ def test_ha_coalesce_bytes_refuses_bad_values_naming_the_key(value, reason):
     with pytest.raises(ConfigError) as refused:
         bind(HaConfig, {"haCoalesceBytes": value}, "broker.toml")
     assert refused.value.key == "haCoalesceBytes" and reason in str(refused.value)
+
+
+def test_a_full_batch_never_waits_so_a_slave_behind_catches_up_batch_after_batch():
+    """haTransferBatchSize below haCoalesceBytes (upstream's 32 KiB, say): a batch that is full
+    cannot grow by waiting, so a slave that is behind is not sent one batch per round trip."""
+    g = group(members=(1, 2), ha_coalesce_bytes=1000, ha_transfer_batch_size=100)
+    token = connect(g, 2, 0)
+    g.sent(token, g.next_batch(token, log(1000), 0), b"x" * 100, (), log(1000), 0)   # [0, 100), not acked
+    plan = g.next_batch(token, log(1000), 1)
+    assert (plan.start_offset, plan.max_bytes) == (100, 100)
+    g.sent(token, plan, b"x" * 100, (), log(1000), 1)
+    assert g.next_batch(token, log(250), 2) is None                     # 50 bytes, less than a batch: they wait

@@ -125,6 +125,12 @@ class MasterSession:
             return None
         return plan
 
+    def waits_for_ack(self, max_offset: int, now_ms: int) -> bool:
+        """A write that moved the log's end to ``max_offset`` gives this connection nothing to
+        send now: its bytes wait for the last batch's ack (the ack, enough bytes or the heartbeat
+        deadline make it send; the driver need not wake the stream for each write)."""
+        return self.state is MasterSessionState.TRANSFER and self._coalescing(max_offset, now_ms)
+
     def _coalescing(self, max_offset: int, now_ms: int) -> bool:
         """The bytes written since the last batch wait for its ack (see the module's rules)."""
         hold = min(self.settings.coalesce_bytes, self.settings.batch_size_bytes)   # a full batch goes

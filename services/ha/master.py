@@ -155,8 +155,11 @@ class ReplicationMaster:
             listener()
 
     def _on_written(self, write_offset: int) -> None:
+        now = self.clock.monotonic_ms()
         for stream in self.streams.values():
-            stream.wake.set()
+            session = self.group.session_of(stream.token)
+            if session is None or not session.waits_for_ack(write_offset, now):
+                stream.wake.set()
 
     # --- carrying out the core's outputs ----------------------------------------------------------
     def _carry_out(self, out: MasterGroupOutput) -> None:

@@ -302,6 +302,7 @@ def test_a_write_waits_for_the_ack_of_the_batch_before_it(coalesce, acked, writt
     g.sent(token, plan, b"x" * plan.max_bytes, (), log(200), 0)         # the batch [100, 200) at 0
     if acked > 100:
         g.on_ack(token, SlaveAck(acked), log(written), 5)
+    assert g.session_of(token).waits_for_ack(written, now) == (not sends)   # the driver's wake-up test
     plan = g.next_batch(token, log(written), now)
     assert (plan is not None) == sends
     if sends:
@@ -313,12 +314,14 @@ def test_a_waiting_write_is_woken_by_the_ack_or_by_the_heartbeat_deadline_and_he
     token = connect(g, 2, 0)
     g.sent(token, g.next_batch(token, log(1000), 0), b"x" * 1000, (), log(1000), 0)
     assert g.next_batch(token, log(1500), 10) is None                   # waits for the ack of [0, 1000)
+    assert g.session_of(token).waits_for_ack(1500, 10)                  # a write needs no wake-up
     assert g.next_deadline_ms() <= 500                                  # at worst the heartbeat wakes it
     assert token in g.tick(log(1500), 500).wake
     assert g.next_batch(token, log(1500), 500).max_bytes == 500          # ...and then it goes
     g.sent(token, g.next_batch(token, log(1500), 500), b"x" * 500, (), log(1500), 500)
     assert g.next_batch(token, log(2000), 510) is None
     assert token in g.on_ack(token, SlaveAck(1500), log(2000), 520).wake   # the ack wakes the stream
+    assert not g.session_of(token).waits_for_ack(2000, 520)
     g.sent(token, g.next_batch(token, log(2000), 520), b"x" * 500, (), log(2000), 520)
     assert g.next_batch(token, log(2100), 530) is None
     assert token in g.metadata_changed().wake                           # news for the slave: it does not wait

@@ -155,6 +155,8 @@ class ReplicationMaster:
             listener()
 
     def _on_written(self, write_offset: int) -> None:
+        if not self.streams:
+            return
         now = self.clock.monotonic_ms()
         for stream in self.streams.values():
             session = self.group.session_of(stream.token)

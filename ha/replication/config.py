@@ -33,9 +33,8 @@ class HaConfig:
         "haCoalesceBytes", 1024 * 1024, unit="bytes", minimum=0, maximum=16 * 1024 * 1024,
         doc="while a slave has not acked the last batch, what is written since waits for that ack and goes as "
             "one batch, unless this many bytes (or a full haTransferBatchSize) are ready or a heartbeat interval "
-            "passed (0: every write goes at "
-            "once; an idle link always sends at once). RelayMQ's own key: under load one batch and one ack carry many "
-            "puts instead of one each (docs/performance.md has the figures)")
+            "passed (0: every write goes at once; an idle link always sends at once). RelayMQ's own key: under "
+            "load one batch and one ack carry many puts instead of one each (docs/performance.md has the figures)")
     ha_max_gap_not_in_sync: int = config_field(
         "haMaxGapNotInSync", 256 * 1024 * 1024, unit="bytes", minimum=0,
         doc="RIP-34: a slave whose ack lags the master by less than this counts as in sync")

@@ -10,9 +10,9 @@ Rules:
 * Batches come from :func:`ha.replication.transfer.plan_batch` (one epoch each).  While the
   last batch sent is not acknowledged, the bytes written since wait for its ack and then go
   as one batch (``coalesce_bytes``, haCoalesceBytes), unless that many (or a full batch) are
-  ready or a heartbeat interval passed since the last send: under load one batch and one ack carry many puts,
-  not one each (a put's record was a batch of its own, and on two cores the master's loop
-  spent more on batches and acks than on the puts); an idle link sends at once.  An empty
+  ready or a heartbeat interval passed since the last send: under load one batch and one ack
+  carry many puts, not one each (a put's record was a batch of its own, and replication
+  doubled the master's loop per single send); an idle link sends at once.  An empty
   batch (heartbeat) goes out when nothing was sent for the heartbeat interval, or
   ``confirm_news_ms`` after the confirm offset moved past the last one sent (an idle
   slave's readers and its checkpoint learn the confirm offset then, not a heartbeat

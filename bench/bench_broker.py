@@ -218,7 +218,10 @@ async def bench_broker(endpoint: str, topic: str, seconds: float, e2e_count: int
     return results
 
 
-async def end_to_end(stub, send, endpoint: str, topic: str, count: int, consumers: int, pid: int | None = None) -> dict:
+async def end_to_end(stub, send, endpoint: str, topic: str, count: int, consumers: int, pid: int | None = None,
+                     on_consume=None) -> dict:
+    """Send ``count`` messages, then receive and ack them all; ``on_consume`` is called when the
+    receiving begins (bench/handler_cpu.py reads the server's threads there)."""
     group = f"bench-{uuid.uuid4().hex[:8]}"
     host, port = endpoint.rsplit(":", 1)
     queue = d.MessageQueue(topic=d.Resource(name=topic), id=-1, broker=d.Broker(
@@ -233,6 +236,8 @@ async def end_to_end(stub, send, endpoint: str, topic: str, count: int, consumer
             assert response.status.code == d.OK, response.status
 
     await asyncio.gather(*(send_one() for _ in range(count)))
+    if on_consume is not None:
+        on_consume()
     consume_began, consume_cpu_began = time.perf_counter(), cpu_seconds(pid)
     acked = 0
 

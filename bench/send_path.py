@@ -16,6 +16,14 @@ figure is the part of a send that RelayMQ's Python decides.
     .venv/bin/python bench/send_path.py --case receive --calls 8000 --rounds 3
     .venv/bin/python bench/send_path.py --replicated --in-flight 16 --calls 5000 --rounds 3
     .venv/bin/python bench/send_path.py --batch 32 --broker-key sendDedupeMaxEntries=0   # without the memory
+    .venv/bin/python bench/send_path.py --calls 3000 --rounds 3 --pollute 16384   # caches as in the container
+
+``--pollute KIB`` reproduces what a call meets in the container: before every call (one send
+at a time; for ``--case receive``, before every receive and every ack) it writes one byte in
+every cache line of a KIB-KiB buffer, which evicts what the previous call left in the CPU's
+caches, and it counts only the calls' own CPU.  In the container a single send's Python costs
+about what it costs here with ``--pollute 16384`` (bench/handler_cpu.py measures it there):
+gRPC's and the kernel's work between two calls leaves the next one's code and data cold.
 
 ``--broker-key KEY=VALUE`` sets a broker config key (on both brokers with ``--replicated``):
 the same run with and without a feature shows what it costs.
@@ -65,11 +73,24 @@ class Context:
         return 30.0  # a receive's long poll needs its deadline past minLongPolling + the reserve
 
 
-async def _receive_round(service, topic: str, count: int, number: int, context, profile=None) -> float:
-    """Receive (batch 32) and ack until ``count`` messages are acked: the loop thread's CPU per message."""
+class Polluter:
+    """Evicts the CPU caches: one byte written in every 64-byte line of a ``kib`` KiB buffer."""
+
+    def __init__(self, kib: int) -> None:
+        import numpy
+        self.buffer = numpy.zeros(kib << 10, dtype=numpy.uint8)
+
+    def __call__(self) -> None:
+        self.buffer[::64] += 1
+
+
+async def _receive_round(service, topic: str, count: int, number: int, context, profile=None,
+                         pollute: Polluter | None = None) -> float:
+    """Receive (batch 32) and ack until ``count`` messages are acked: the loop thread's CPU per
+    message (with ``pollute``: the receives' and acks' own CPU, each after an eviction)."""
     group = d.Resource(name=f"g{number}")
     queue = d.MessageQueue(topic=d.Resource(name=topic), id=-1, broker=d.Broker(name="broker-a"))
-    acked = 0
+    acked, own = 0, 0.0
     if profile is not None:
         profile.enable()
     began = time.thread_time()
@@ -78,18 +99,26 @@ async def _receive_round(service, topic: str, count: int, number: int, context, 
                                           filter_expression=d.FilterExpression(type=d.TAG, expression="*"))
         request.invisible_duration.seconds = 60
         request.long_polling_timeout.seconds = 1
+        if pollute is not None:
+            pollute()
+        started = time.thread_time()
         answers = [r async for r in service.ReceiveMessage(request, context)]
+        own += time.thread_time() - started
         got = [r.message for r in answers if r.HasField("message")]
         if not got:
             raise RuntimeError(f"nothing more to receive after {acked} of {count}: {answers[0].status}")
         entries = [s.AckMessageEntry(message_id=m.system_properties.message_id,
                                      receipt_handle=m.system_properties.receipt_handle) for m in got]
-        response = await service.AckMessage(s.AckMessageRequest(group=group, topic=d.Resource(name=topic),
-                                                                 entries=entries), context)
+        ack = s.AckMessageRequest(group=group, topic=d.Resource(name=topic), entries=entries)
+        if pollute is not None:
+            pollute()
+        started = time.thread_time()
+        response = await service.AckMessage(ack, context)
+        own += time.thread_time() - started
         if response.status.code != d.OK:
             raise RuntimeError(response.status)
         acked += len(got)
-    spent = (time.thread_time() - began) / acked
+    spent = (own if pollute is not None else time.thread_time() - began) / acked
     if profile is not None:
         profile.disable()
     return spent
@@ -105,9 +134,21 @@ def requests(topic: str, count: int, batch: int) -> list:
     return made
 
 
-async def _round(service, calls: list, context, profile=None, in_flight: int = 1) -> float:
+async def _round(service, calls: list, context, profile=None, in_flight: int = 1, pollute: Polluter | None = None) -> float:
     if profile is not None:
         profile.enable()
+    if pollute is not None:  # one at a time, each after an eviction; only the calls' own CPU
+        own = 0.0
+        for request in calls:
+            pollute()
+            began = time.thread_time()
+            response = await service.SendMessage(request, context)
+            own += time.thread_time() - began
+            if response.status.code != d.OK:
+                raise RuntimeError(response.status)
+        if profile is not None:
+            profile.disable()
+        return own / len(calls)
     began = time.thread_time()
     pending = iter(calls)
 
@@ -216,9 +257,15 @@ def main() -> None:
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="also profile the last round (cProfile, on the loop thread) and print its N costliest "
                              "functions by own time, per call (the profiler's overhead inflates every figure)")
+    parser.add_argument("--pollute", type=int, default=0, metavar="KIB",
+                        help="evict the caches before every call by writing a KIB-KiB buffer (one send at a time); "
+                             "16384 reproduces the container's single sends")
     args = parser.parse_args()
     if args.calls < 1 or args.rounds < 1 or not 1 <= args.batch <= 32 or not 1 <= args.in_flight <= 256:
         parser.error("--calls and --rounds at least 1, --batch 1..32, --in-flight 1..256")
+    if args.pollute < 0 or args.pollute > (1 << 20) or (args.pollute and (args.in_flight != 1 or args.replicated)):
+        parser.error("--pollute 0..1048576 KiB, with one send in flight and without --replicated")
+    polluter = Polluter(args.pollute) if args.pollute else None
     if args.replicated:
         if args.case != "send":
             parser.error("--replicated measures sends only")
@@ -246,17 +293,19 @@ def main() -> None:
                 calls = _fresh(calls, number)
                 profile = cProfile.Profile(time.thread_time) if args.profile and number == args.rounds - 1 else None
                 if args.case == "send":
-                    figures.append(node.background.run(_round(service, calls, context, profile, args.in_flight),
-                                                       timeout_s=600) * 1e6)
+                    figures.append(node.background.run(_round(service, calls, context, profile, args.in_flight,
+                                                              polluter), timeout_s=600) * 1e6)
                     continue
                 node.background.run(_round(service, calls, context), timeout_s=600)
                 figures.append(node.background.run(_receive_round(service, "t", args.calls * args.batch, number, context,
-                                                                  profile), timeout_s=600) * 1e6)
+                                                                  profile, polluter), timeout_s=600) * 1e6)
         finally:
             node.stop()
     unit = "call" if args.case == "send" else "message received and acked"
+    whose = (f"caches evicted before every call ({args.pollute} KiB), the calls' own" if args.pollute
+             else "the loop thread's")
     print(f"# send_path: {' '.join(sys.argv)}; {args.flush}{''.join(f', {k}={v}' for k, v in args.broker_key)}, {args.batch} message(s) of 1 KiB per send, "
-          f"{args.calls} sends x {args.rounds} rounds, the loop thread's CPU per {unit} (us)")
+          f"{args.calls} sends x {args.rounds} rounds, {whose} CPU per {unit} (us)")
     print(f"rounds: {', '.join(f'{f:.1f}' for f in figures)}")
     if args.case == "send":
         print(f"median: {statistics.median(figures):.1f} us per call, {statistics.median(figures) / args.batch:.1f} us per message")

@@ -82,6 +82,9 @@ class ContainerProcess:
     log_path: Path | None = None
     host: str = "127.0.0.1"           # the container's address (its own network namespace: bench/chaos_env.py)
     namesrv_host: str = "127.0.0.1"
+    # the command before the container's own arguments (bench/handler_cpu.py runs it under its
+    # wrappers); None: ``python -m container``
+    launcher: list[str] | None = None
 
     def __post_init__(self) -> None:
         # distinct: three separate probes could be handed the same port (it happened)
@@ -120,7 +123,8 @@ class ContainerProcess:
         config = self.write_config()
         self.log_path = self.data_dir / "container.log"
         log = open(self.log_path, "ab")
-        self.process = subprocess.Popen([sys.executable, "-m", "container", "container", "-c", str(config)],
+        command = self.launcher or [sys.executable, "-m", "container"]
+        self.process = subprocess.Popen([*command, "container", "-c", str(config)],
                                         cwd=ROOT, stdout=subprocess.PIPE, stderr=log, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:

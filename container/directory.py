@@ -70,6 +70,14 @@ class ContainerDirectory:
         return hosted[index].broker if index is not None else None
 
     def local_master_for_topic(self, topic: str) -> BrokerApi | None:
+        # broker_for_send's first case read in place: the first master (of the pinned group) that
+        # has the topic.  Building every hosted broker's view for it, with the helpers that
+        # made them, cost a single send 5 of its 85 us in a container, where each call finds
+        # the CPU's caches cold (bench/send_path.py --pollute); the views are for the rest.
+        pinned = self.pinned_name
+        for h in self.container.hosted.values():
+            if (pinned is None or h.name == pinned) and h.is_master and h.broker.topics.get(topic) is not None:
+                return h.broker
         hosted = self._hosted()
         index = broker_for_send(self._views(hosted), topic, self.pinned_name)
         return hosted[index].broker if index is not None else None

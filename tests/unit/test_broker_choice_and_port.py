@@ -100,3 +100,37 @@ def test_a_held_call_gives_up_at_the_hold_limit_or_before_the_callers_deadline()
         assert await handler(Replica(), hold_ms=10_000).target(Context(0.3)) == LOCAL  # 0.3 s left, 0.2 s reserve
         assert loop.time() - started < 0.5
     asyncio.run(run())
+
+
+# ---- the container's directory reads the common case in place; it must choose as the rule does
+
+from types import SimpleNamespace  # noqa: E402
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from container.directory import ContainerDirectory  # noqa: E402
+
+_hosted_broker = st.fixed_dictionaries({
+    "name": st.sampled_from(["a", "b", "c"]), "broker_id": st.integers(0, 2), "master": st.booleans(),
+    "acting": st.booleans(), "auto": st.booleans(), "topics": st.sets(st.sampled_from(["t", "u"]), max_size=2)})
+
+
+def _hosted(spec: dict) -> SimpleNamespace:
+    configs = {t: TopicConfig(t, 2, 2) for t in spec["topics"]}
+    broker = SimpleNamespace(broker_id=spec["broker_id"], topics=SimpleNamespace(get=configs.get), is_acting=spec["acting"])
+    return SimpleNamespace(name=spec["name"], is_master=spec["master"], broker=broker,
+                           spec=SimpleNamespace(broker=SimpleNamespace(auto_create_topic_enable=spec["auto"])))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_hosted_broker, max_size=4), st.sampled_from(["t", "u", "v"]), st.sampled_from([None, "a", "b"]))
+def test_the_directory_chooses_the_broker_the_rule_chooses(specs, topic, pinned):
+    """ContainerDirectory.local_master_for_topic answers the common case without building the
+    views; whatever the hosted brokers, it picks the broker broker_for_send picks."""
+    hosted = [_hosted(spec) for spec in specs]
+    directory = ContainerDirectory(SimpleNamespace(hosted={i: h for i, h in enumerate(hosted)}), pinned)
+    views = [LocalBroker(h.name, h.broker.broker_id, h.is_master, h.spec.broker.auto_create_topic_enable,
+                         h.broker.topics.get, h.broker.is_acting) for h in hosted]
+    index = broker_for_send(views, topic, pinned)
+    chosen = directory.local_master_for_topic(topic)
+    assert chosen is (hosted[index].broker if index is not None else None)

@@ -255,6 +255,14 @@ def main() -> int:
             echo.wait()
             if container.process is not None:
                 container.stop()
+    summary = _summary(rows)
+    if args.json:
+        print(json.dumps({"args": vars(args), "rounds": rows, "medians": summary}, sort_keys=True))
+    return 0
+
+
+def _summary(rows: dict[str, list[dict]]) -> dict:
+    """Print and return each case's medians."""
     print("\nmedians, us of CPU per message")
     print(f"{'case':<12} {'ratio':>5} {'echo':>7} {'echo loop':>9} {'container':>9} {'loop':>7} {'handler':>7} "
           f"{'rest':>7} {'handler/gap':>11}")
@@ -273,9 +281,7 @@ def main() -> int:
     print("handler: RelayMQ's servicer, broker and store on the event loop (every resumption of each call's "
           "coroutine); rest: the loop thread's other work (gRPC, asyncio); handler/gap: the handler's share of "
           "the container's CPU per message above the echo's")
-    if args.json:
-        print(json.dumps({"args": vars(args), "rounds": rows, "medians": summary}, sort_keys=True))
-    return 0
+    return summary
 
 
 if __name__ == "__main__":

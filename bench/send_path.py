@@ -240,7 +240,7 @@ async def _disable(profile) -> None:
     profile.disable()
 
 
-def main() -> None:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=20000)
     parser.add_argument("--rounds", type=int, default=5)
@@ -265,10 +265,15 @@ def main() -> None:
         parser.error("--calls and --rounds at least 1, --batch 1..32, --in-flight 1..256")
     if args.pollute < 0 or args.pollute > (1 << 20) or (args.pollute and (args.in_flight != 1 or args.replicated)):
         parser.error("--pollute 0..1048576 KiB, with one send in flight and without --replicated")
+    if args.replicated and args.case != "send":
+        parser.error("--replicated measures sends only")
+    return args
+
+
+def main() -> None:
+    args = _arguments()
     polluter = Polluter(args.pollute) if args.pollute else None
     if args.replicated:
-        if args.case != "send":
-            parser.error("--replicated measures sends only")
         figures, profiles = replicated(args)
         print(f"# send_path: {' '.join(sys.argv)}; broker-a SYNC_MASTER + slave, SYNC_FLUSH, {args.batch} message(s) "
               f"of 1 KiB per send, {args.in_flight} in flight, {args.calls} sends x {args.rounds} rounds, CPU per call (us)")

@@ -27,6 +27,9 @@ MAX_QUEUE_NUMS = 1024
 TOPIC_TYPES = ("NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED")
 
 
+_ACCEPTED: dict[str, tuple[MessageType, ...]] = {"MIXED": tuple(MessageType), **{t.value: (t,) for t in MessageType}}
+
+
 class TopicConfigError(ValueError):
     """A topic configuration (from a file or a request) is invalid; the message says why."""
 
@@ -61,9 +64,8 @@ class TopicConfig:
         return max(self.read_queue_nums, self.write_queue_nums)
 
     def accepts(self) -> tuple[MessageType, ...]:
-        if self.message_type == "MIXED":
-            return tuple(MessageType)
-        return (MessageType(self.message_type),)
+        accepted = _ACCEPTED.get(self.message_type)  # every send asks: an Enum call is a Python call
+        return accepted if accepted is not None else (MessageType(self.message_type),)
 
     def with_changes(self, **changes: Any) -> "TopicConfig":
         return replace(self, **changes)

@@ -49,7 +49,7 @@ class SendDedupe(Generic[T]):
             return found
         return None
 
-    def knows_none(self, topic: str, message_ids: set[str]) -> bool:
+    def knows_none(self, topic: str, message_ids: Iterable[str]) -> bool:
         """No id of ``message_ids`` sent to ``topic`` is kept, expired or not (C set tests)."""
         return (self._young.get(topic, _NONE).keys().isdisjoint(message_ids)
                 and self._old.get(topic, _NONE).keys().isdisjoint(message_ids))

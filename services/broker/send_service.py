@@ -67,16 +67,15 @@ def _known(message_id: str, kept: int | tuple) -> SendOutcome:
 
 
 class _Run:
-    """Consecutive plain items that will share one put, with their (topic, message id) keys."""
+    """Consecutive plain items of one topic that will share one put, with their message ids."""
 
-    __slots__ = ("items", "keys", "ids", "topic", "message_ids")
+    __slots__ = ("items", "topic", "message_ids", "ids")
 
     def __init__(self) -> None:
         self.items: list[SendItem] = []
-        self.keys: list[tuple[str, str]] = []  # (topic, message id), one per item, in order
-        self.ids: set[tuple[str, str]] = set()  # the keys with a message id
-        self.topic: str | None = None  # a whole request's run: its one topic, and its ids in order
-        self.message_ids: list[str] = []
+        self.topic = ""
+        self.message_ids: list[str] = []  # one per item, in order ("" for an item without one)
+        self.ids: set[str] = set()  # the ids present: a repeat within the run goes alone
 
 
 def fifo_queue(message_group: str, write_queues: int) -> int:
@@ -94,8 +93,10 @@ class SendService:
         self._generation = store.derived_generation  # the store's, when the outcomes remembered were written
         self._round_robin: dict[str, int] = {}
         self._max_batch_put = store.config.max_batch_put
-        # (topic, message id) -> (the put's future of outcomes, this id's index in it)
-        self._in_progress: dict[tuple[str, str], tuple[asyncio.Future, int]] = {}
+        # topic -> message id -> (the put's future of outcomes, this id's index in it); per topic,
+        # as the de-duplication memory: a batch's ids are tested and registered without a
+        # (topic, id) tuple each
+        self._in_progress: dict[str, dict[str, tuple[asyncio.Future, int]]] = {}
 
     async def send(self, items: Sequence[SendItem]) -> list[SendOutcome]:
         """Consecutive plain messages share one store put (one write, one fdatasync); the rest
@@ -151,12 +152,11 @@ class SendService:
         distinct = set(message_ids)
         if len(distinct) != len(message_ids) or not self.dedupe.knows_none(topic, distinct):
             return None
-        keys = list(zip(repeat(topic), message_ids))  # in C
-        ids = set(keys)
-        if not self._in_progress.keys().isdisjoint(ids):
+        progress = self._in_progress.get(topic)
+        if progress and not progress.keys().isdisjoint(distinct):
             return None
         run = _Run()
-        run.items, run.keys, run.ids, run.topic, run.message_ids = list(items), keys, ids, topic, message_ids
+        run.items, run.topic, run.message_ids, run.ids = list(items), topic, message_ids, distinct
         return run
 
     def _single_run(self, item: SendItem) -> _Run | None:
@@ -164,11 +164,11 @@ class SendService:
         if (kind is not _NORMAL and kind is not _FIFO) or not message_id:
             return None
         topic = item.topic
-        key = (topic, message_id)
-        if key in self._in_progress or not self.dedupe.knows_none(topic, (message_id,)):
+        progress = self._in_progress.get(topic)
+        if (progress and message_id in progress) or not self.dedupe.knows_none(topic, (message_id,)):
             return None
         run = _Run()
-        run.items, run.keys, run.ids, run.topic, run.message_ids = [item], [key], {key}, topic, [message_id]
+        run.items, run.topic, run.message_ids, run.ids = [item], topic, [message_id], {message_id}
         return run
 
     def _joins_run(self, item: SendItem, run: _Run, now_ms: int) -> bool:
@@ -176,13 +176,18 @@ class SendService:
         message_type = item.message_type  # compared by identity: an Enum's hash is a Python call
         if (message_type is not _NORMAL and message_type is not _FIFO) or len(run.items) >= self._max_batch_put:
             return False
-        key = (item.topic, item.message_id)
-        if key[1]:
-            if key in run.ids or key in self._in_progress or self.dedupe.lookup(key[0], key[1], now_ms) is not None:
+        topic, message_id = item.topic, item.message_id
+        if run.items and topic != run.topic:
+            return False
+        if message_id:
+            progress = self._in_progress.get(topic)
+            if (message_id in run.ids or (progress and message_id in progress)
+                    or self.dedupe.lookup(topic, message_id, now_ms) is not None):
                 return False
-            run.ids.add(key)
+            run.ids.add(message_id)
         run.items.append(item)
-        run.keys.append(key)
+        run.topic = topic
+        run.message_ids.append(message_id)
         return True
 
     async def _put_run(self, run: _Run) -> list[SendOutcome]:
@@ -192,20 +197,19 @@ class SendService:
         now = self.clock.now_ms()
         rows = self._rows(run.items, now)
         future = asyncio.get_running_loop().create_future()
-        keys, in_progress = run.keys, self._in_progress
-        # every key, in C; one without an id is never looked up (_joins_run and
-        # _send_deduplicated test the id first)
-        in_progress.update(zip(keys, zip(repeat(future), count())))
+        topic, message_ids = run.topic, run.message_ids
+        progress = self._in_progress.get(topic)
+        if progress is None:
+            progress = self._in_progress[topic] = {}
+        # every id, in C; an empty one is never looked up (_joins_run and _send_deduplicated
+        # test the id first)
+        progress.update(zip(message_ids, zip(repeat(future), count())))
         try:
             _, placed = await self.store.put_rows(rows)  # no stored message per record: 3 numbers are read
-            outcomes = [_outcome(SendOutcome, (key[1], row[1], where[2], "", ""))
-                        for key, row, where in zip(keys, rows, placed)]
+            outcomes = [_outcome(SendOutcome, (message_id, row[1], where[2], "", ""))
+                        for message_id, row, where in zip(message_ids, rows, placed)]
             kept = [where[2] << _QUEUE_BITS | row[1] for row, where in zip(rows, placed)]  # _remembered's ints
-            if run.topic is not None:
-                self.dedupe.remember_many(run.topic, run.message_ids, kept, now)
-            else:
-                for (topic, message_id), outcome in zip(keys, kept):
-                    self.dedupe.remember(topic, message_id, outcome, now)
+            self.dedupe.remember_many(topic, message_ids, kept, now)
             future.set_result(outcomes)
             return outcomes
         except BaseException as error:
@@ -215,20 +219,29 @@ class SendService:
                 raise rejection_for(error) from error
             raise
         finally:
-            for key in keys:
-                in_progress.pop(key, None)
+            self._done(topic, progress, message_ids)
+
+    def _done(self, topic: str, progress: dict, message_ids: Sequence[str]) -> None:
+        """``message_ids`` of ``topic`` are no longer in progress; a topic with none left is dropped."""
+        for message_id in message_ids:
+            progress.pop(message_id, None)
+        if not progress and self._in_progress.get(topic) is progress:
+            del self._in_progress[topic]
 
     async def _send_deduplicated(self, item: SendItem) -> SendOutcome:
-        key = (item.topic, item.message_id)
-        known = self.dedupe.lookup(item.topic, item.message_id, self.clock.now_ms())
+        topic, message_id = item.topic, item.message_id
+        known = self.dedupe.lookup(topic, message_id, self.clock.now_ms())
         if known is not None:
-            return _known(item.message_id, known)
-        if item.message_id and key in self._in_progress:
-            future, index = self._in_progress[key]
+            return _known(message_id, known)
+        progress = self._in_progress.get(topic)
+        if message_id and progress and message_id in progress:
+            future, index = progress[message_id]
             return (await asyncio.shield(future))[index]
         future = asyncio.get_running_loop().create_future()
-        if item.message_id:
-            self._in_progress[key] = (future, 0)
+        if message_id:
+            if progress is None:
+                progress = self._in_progress[topic] = {}
+            progress[message_id] = (future, 0)
         try:
             outcome = await self._send_one(item)
             self.dedupe.remember(item.topic, item.message_id, _remembered(outcome), self.clock.now_ms())
@@ -239,7 +252,8 @@ class SendService:
             future.exception()  # retrieved: a waiter gets it, nobody else has to
             raise
         finally:
-            self._in_progress.pop(key, None)
+            if message_id:
+                self._done(topic, progress, (message_id,))
 
     def _queue(self, topic: TopicConfig, item: SendItem) -> int:
         if item.message_type is MessageType.FIFO:

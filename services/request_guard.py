@@ -156,22 +156,44 @@ def _unary_request(path: str, handler: grpc.RpcMethodHandler, guard: RequestGuar
     inner = handler.unary_stream if streaming_reply else handler.unary_unary
     writes = streaming_reply and not inspect.isasyncgenfunction(inner)  # a coroutine that uses context.write
 
-    async def parse(raw: bytes, context) -> tuple[bool, Any]:
-        try:
-            return True, deserialize(raw)
-        except Exception as error:  # noqa: BLE001 - a peer's bad bytes, answered below
-            details = guard.reject(path, context.peer(), kind, error)
-            if answer is None:
-                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, details)
-            if writes:
-                await context.write(answer(details))
-                return False, None
-            return False, answer(details)
+    async def refuse(error: Exception, context) -> Any:
+        """A peer's bad bytes: counted, then answered (the reply, or None when aborted or written)."""
+        details = guard.reject(path, context.peer(), kind, error)
+        if answer is None:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, details)
+        if writes:
+            await context.write(answer(details))
+            return None
+        return answer(details)
 
-    wrapped = _forward(inner, parse)
+    # The request parsed in the handler itself, not in a coroutine of its own that is awaited:
+    # every call of the client protocol passes here (one coroutine and an inspect call less).
+    if streaming_reply and not writes:
+        async def stream_out(raw: bytes, context):
+            try:
+                request = deserialize(raw)
+            except Exception as error:  # noqa: BLE001 - answered by refuse
+                reply = await refuse(error, context)
+                if reply is not None:
+                    yield reply
+                return
+            async for response in inner(request, context):
+                yield response
+        return grpc.unary_stream_rpc_method_handler(stream_out, None, handler.response_serializer)
+    coroutine = inspect.iscoroutinefunction(inner)
+
+    async def call(raw: bytes, context):
+        try:
+            request = deserialize(raw)
+        except Exception as error:  # noqa: BLE001 - answered by refuse
+            return await refuse(error, context)
+        if coroutine:
+            return await inner(request, context)
+        result = inner(request, context)
+        return await result if inspect.isawaitable(result) else result
     if streaming_reply:
-        return grpc.unary_stream_rpc_method_handler(wrapped, None, handler.response_serializer)
-    return grpc.unary_unary_rpc_method_handler(wrapped, None, handler.response_serializer)
+        return grpc.unary_stream_rpc_method_handler(call, None, handler.response_serializer)
+    return grpc.unary_unary_rpc_method_handler(call, None, handler.response_serializer)
 
 
 def _stream_request(path: str, handler: grpc.RpcMethodHandler, guard: RequestGuard, stream_error: StreamError | None):

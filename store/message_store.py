@@ -3,16 +3,15 @@
 Rules:
 
 * Every method runs on the one event-loop thread; fdatasync runs on the flush thread, or on
-  the loop while the disk is fast (store.flush).  ``put`` writes, then under SYNC_FLUSH awaits the group
-  commit and only then makes the messages visible in consume queues and acknowledges, so a
-  consumer never sees (or commits an offset past) a message that a crash could take back.
-  Under ASYNC_FLUSH messages are indexed and acknowledged right after the write.
+  the loop while the disk is fast (store.flush).  ``put`` writes, then under SYNC_FLUSH awaits
+  the group commit and only then indexes and acknowledges, so a consumer never sees (or commits
+  an offset past) a message that a crash could take back.  ASYNC_FLUSH indexes and answers
+  right after the write, without awaiting anything (``put_rows_now``).
 * A put that times out waiting for fdatasync raises FlushTimeout (FLUSH_DISK_TIMEOUT); its
   records stay in the log and become visible once flushed, as upstream.
 * Queue offsets are assigned at write time, per (topic, queue_id), in order.
-* Formats: store.record (commit log), store.cq_entry (consume queues), store.checkpoint.
-  Layout under ``storePathRootDir``: ``commitlog/``, ``consumequeue/TOPIC/QUEUE_ID/``,
-  ``checkpoint``.
+* Formats: store.record (commit log), store.cq_entry (consume queues), store.checkpoint; under
+  ``storePathRootDir``: ``commitlog/``, ``consumequeue/TOPIC/QUEUE_ID/``, ``checkpoint``.
 * Retention (clean_expired) decides with store.retention (pure) and deletes whole segments.
 * A write that fails (ENOSPC, EIO) fails its put with DISK_FULL and nothing else: records
   written to the commit log whose consume-queue entries could not be written are held
@@ -187,22 +186,9 @@ class MessageStore(Reader):
 
     async def put_rows(self, rows: Sequence[Row]) -> tuple[int, list[Placed]]:
         """Write ``rows`` (store.put_rows) as one put: the store timestamp, and where each went."""
-        self._check_open()
-        if len(rows) > self.config.max_batch_put:
-            raise BatchTooLarge(f"{len(rows)} records in one put, more than maxBatchPut {self.config.max_batch_put}")
-        if self._disk_full and not self._disk_space_back():
-            raise DiskFull(f"disk usage above diskSpaceWarningLevelRatio {self.config.disk_space_warning_level_ratio}%")
-        if self._refusing_puts is not None or self._fenced is not None:
-            raise NotWritable(self._fenced or self._refusing_puts)
-        if self._write_failure is not None and not self.retry_failed_writes():
-            raise DiskFull(f"the store cannot write ({self._write_failure}); retrying every {WRITE_RETRY_MS} ms")
-        self._loop = asyncio.get_running_loop()
-        written, pending = self._write(rows)
-        self._notify_written()
         if self.config.flush_disk_type is FlushDiskType.ASYNC_FLUSH:
-            self._index(pending)
-            self._check_still_owner()
-            return written
+            return self.put_rows_now(rows)
+        written, pending = self._start_put(rows)
         waiter = self._loop.create_future()
         self._pending.extend(pending)
         self._waiters.append((self._log.write_offset, waiter))
@@ -216,6 +202,29 @@ class MessageStore(Reader):
             timeout.cancel()
         self._check_still_owner()
         return written
+
+    def put_rows_now(self, rows: Sequence[Row]) -> tuple[int, list[Placed]]:
+        """ASYNC_FLUSH's :meth:`put_rows`, which waits for nothing (the flush thread syncs later):
+        written and indexed when it returns, so no other task runs between a put and its answer."""
+        written, pending = self._start_put(rows)
+        self._index(pending)
+        self._check_still_owner()
+        return written
+
+    def _start_put(self, rows: Sequence[Row]) -> tuple[tuple[int, list[Placed]], list[Pending]]:
+        self._check_open()  # the checks every put passes, then the write
+        if len(rows) > self.config.max_batch_put:
+            raise BatchTooLarge(f"{len(rows)} records in one put, more than maxBatchPut {self.config.max_batch_put}")
+        if self._disk_full and not self._disk_space_back():
+            raise DiskFull(f"disk usage above diskSpaceWarningLevelRatio {self.config.disk_space_warning_level_ratio}%")
+        if self._refusing_puts is not None or self._fenced is not None:
+            raise NotWritable(self._fenced or self._refusing_puts)
+        if self._write_failure is not None and not self.retry_failed_writes():
+            raise DiskFull(f"the store cannot write ({self._write_failure}); retrying every {WRITE_RETRY_MS} ms")
+        self._loop = asyncio.get_running_loop()
+        written, pending = self._write(rows)
+        self._notify_written()
+        return written, pending
 
     def _check_still_owner(self) -> None:
         if self.shared is not None and self.fenced():

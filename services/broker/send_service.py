@@ -37,6 +37,7 @@ from services.broker.timer_service import TimerService
 from services.broker.topics import TopicManager
 from services.broker.transaction_service import TransactionService
 from store import record
+from store.config import FlushDiskType
 from store.errors import MessageTooLarge, StoreError
 from store.put_rows import Row
 
@@ -93,6 +94,11 @@ class SendService:
         self._generation = store.derived_generation  # the store's, when the outcomes remembered were written
         self._round_robin: dict[str, int] = {}
         self._max_batch_put = store.config.max_batch_put
+        # ASYNC_FLUSH's put awaits nothing: no other task runs between it and its answer, so no
+        # retry can meet its ids in progress, and they are not registered (a future and two
+        # table updates a put)
+        self._puts_at_once = (hasattr(store, "put_rows_now")
+                              and getattr(store.config, "flush_disk_type", None) is FlushDiskType.ASYNC_FLUSH)
         # topic -> message id -> (the put's future of outcomes, this id's index in it); per topic,
         # as the de-duplication memory: a batch's ids are tested and registered without a
         # (topic, id) tuple each
@@ -196,6 +202,12 @@ class SendService:
             return []
         now = self.clock.now_ms()
         rows = self._rows(run.items, now)
+        if self._puts_at_once:
+            try:
+                _, placed = self.store.put_rows_now(rows)
+            except StoreError as error:
+                raise rejection_for(error) from error
+            return self._answered(run, rows, placed, now)
         future = asyncio.get_running_loop().create_future()
         topic, message_ids = run.topic, run.message_ids
         progress = self._in_progress.get(topic)
@@ -205,11 +217,8 @@ class SendService:
         # test the id first)
         progress.update(zip(message_ids, zip(repeat(future), count())))
         try:
-            _, placed = await self.store.put_rows(rows)  # no stored message per record: 3 numbers are read
-            outcomes = [_outcome(SendOutcome, (message_id, row[1], where[2], "", ""))
-                        for message_id, row, where in zip(message_ids, rows, placed)]
-            kept = [where[2] << _QUEUE_BITS | row[1] for row, where in zip(rows, placed)]  # _remembered's ints
-            self.dedupe.remember_many(topic, message_ids, kept, now)
+            _, placed = await self.store.put_rows(rows)
+            outcomes = self._answered(run, rows, placed, now)
             future.set_result(outcomes)
             return outcomes
         except BaseException as error:
@@ -220,6 +229,14 @@ class SendService:
             raise
         finally:
             self._done(topic, progress, message_ids)
+
+    def _answered(self, run: _Run, rows: list[Row], placed: list, now_ms: int) -> list[SendOutcome]:
+        """The run's outcomes, remembered (no stored message per record: 3 numbers are read)."""
+        outcomes = [_outcome(SendOutcome, (message_id, row[1], where[2], "", ""))
+                    for message_id, row, where in zip(run.message_ids, rows, placed)]
+        kept = [where[2] << _QUEUE_BITS | row[1] for row, where in zip(rows, placed)]  # _remembered's ints
+        self.dedupe.remember_many(run.topic, run.message_ids, kept, now_ms)
+        return outcomes
 
     def _done(self, topic: str, progress: dict, message_ids: Sequence[str]) -> None:
         """``message_ids`` of ``topic`` are no longer in progress; a topic with none left is dropped."""

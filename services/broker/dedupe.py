@@ -49,6 +49,10 @@ class SendDedupe(Generic[T]):
             return found
         return None
 
+    def knows(self, topic: str, message_id: str) -> bool:
+        """:meth:`knows_none` of one id, negated."""
+        return message_id in self._young.get(topic, _NONE) or message_id in self._old.get(topic, _NONE)
+
     def knows_none(self, topic: str, message_ids: Iterable[str]) -> bool:
         """No id of ``message_ids`` sent to ``topic`` is kept, expired or not (C set tests)."""
         return (self._young.get(topic, _NONE).keys().isdisjoint(message_ids)

@@ -171,7 +171,7 @@ class SendService:
             return None
         topic = item.topic
         progress = self._in_progress.get(topic)
-        if (progress and message_id in progress) or not self.dedupe.knows_none(topic, (message_id,)):
+        if (progress and message_id in progress) or self.dedupe.knows(topic, message_id):
             return None
         run = _Run()
         run.items, run.topic, run.message_ids, run.ids = [item], topic, [message_id], {message_id}

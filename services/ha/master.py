@@ -259,6 +259,11 @@ class ReplicationMaster:
                                f"{self.config.in_sync_replicas}, minInSyncReplicas {self.config.min_in_sync_replicas}, "
                                f"SyncStateSet {sorted(self.group.sync_state_set)}, connected slaves {connected})")
 
+    @property
+    def puts_wait(self) -> bool:
+        """Whether a put awaits :meth:`wait_replicated` (a SYNC_MASTER's; an ASYNC_MASTER's never does)."""
+        return self.config.broker_role is BrokerRole.SYNC_MASTER
+
     async def wait_replicated(self, end_offset: int) -> None:
         """SYNC_MASTER: return once the needed replicas hold every byte below ``end_offset``."""
         if self.config.broker_role is not BrokerRole.SYNC_MASTER:

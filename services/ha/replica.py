@@ -182,6 +182,13 @@ class BrokerReplica:
             raise RequestRejected(Code.HA_NOT_AVAILABLE, f"broker {self.name} is no longer master")
         master.check_writable()
 
+    @property
+    def puts_wait(self) -> bool:
+        """Whether a put must await :meth:`wait_replicated`: a SYNC_MASTER's, or to be refused
+        when this replica is no longer master (an ASYNC_MASTER's returns at once)."""
+        master = self.master
+        return master is None or master.puts_wait
+
     async def wait_replicated(self, end_offset: int) -> None:
         master = self.master
         if master is None:

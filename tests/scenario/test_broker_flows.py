@@ -122,30 +122,6 @@ def test_a_batch_is_one_put_in_order_and_duplicates_inside_it_or_in_flight_are_n
     run(scenario())
 
 
-@pytest.mark.parametrize("flush", [FlushDiskType.SYNC_FLUSH, FlushDiskType.ASYNC_FLUSH])
-def test_a_single_send_retried_while_its_put_is_in_flight_is_stored_once(tmp_path, flush):
-    """What the official clients send, one message a request: a retry that arrives while the
-    first put waits for its fdatasync awaits that put and gets its answer (under ASYNC_FLUSH
-    the put awaits nothing, so the retry finds it answered)."""
-    harness = Harness(tmp_path, flush)
-
-    async def scenario():
-        broker = await _with_topic(harness, queues=1)
-
-        def item(message_id):
-            return SendItem.of(MessageDraft("T", -1, message_id.encode(), 0, properties={Prop.MESSAGE_ID: message_id}),
-                               MessageType.NORMAL)
-        first, retry, other = await asyncio.gather(broker.send([item("S1")]), broker.send([item("S1")]),
-                                                   broker.send([item("S2")]))
-        assert retry == first and other[0].queue_offset != first[0].queue_offset
-        again = await broker.send([item("S1")])   # answered from memory once the put is done
-        assert again == first
-        got = await harness.receive("G", "T")
-        assert sorted(d.message.body for d in got) == [b"S1", b"S2"]
-        await harness.stop()
-    run(scenario())
-
-
 def test_a_batch_with_one_id_answered_before_stores_only_the_others(harness):
     """A request is put whole only when none of its ids is known; one answered id among new
     ones is answered from memory and the rest are stored, in order, once."""

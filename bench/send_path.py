@@ -84,6 +84,20 @@ class Polluter:
         self.buffer[::64] += 1
 
 
+async def _timed(pollute: Polluter | None, call, *args):
+    """``await call(*args)`` and the CPU it took on this thread, after an eviction when ``pollute``."""
+    if pollute is not None:
+        pollute()
+    began = time.thread_time()
+    result = await call(*args)
+    return result, time.thread_time() - began
+
+
+async def _collected(stream, *args) -> list:
+    """Every response of the server stream ``stream(*args)``."""
+    return [item async for item in stream(*args)]
+
+
 async def _receive_round(service, topic: str, count: int, number: int, context, profile=None,
                          pollute: Polluter | None = None) -> float:
     """Receive (batch 32) and ack until ``count`` messages are acked: the loop thread's CPU per
@@ -99,22 +113,16 @@ async def _receive_round(service, topic: str, count: int, number: int, context, 
                                           filter_expression=d.FilterExpression(type=d.TAG, expression="*"))
         request.invisible_duration.seconds = 60
         request.long_polling_timeout.seconds = 1
-        if pollute is not None:
-            pollute()
-        started = time.thread_time()
-        answers = [r async for r in service.ReceiveMessage(request, context)]
-        own += time.thread_time() - started
+        answers, spent = await _timed(pollute, _collected, service.ReceiveMessage, request, context)
+        own += spent
         got = [r.message for r in answers if r.HasField("message")]
         if not got:
             raise RuntimeError(f"nothing more to receive after {acked} of {count}: {answers[0].status}")
         entries = [s.AckMessageEntry(message_id=m.system_properties.message_id,
                                      receipt_handle=m.system_properties.receipt_handle) for m in got]
         ack = s.AckMessageRequest(group=group, topic=d.Resource(name=topic), entries=entries)
-        if pollute is not None:
-            pollute()
-        started = time.thread_time()
-        response = await service.AckMessage(ack, context)
-        own += time.thread_time() - started
+        response, spent = await _timed(pollute, service.AckMessage, ack, context)
+        own += spent
         if response.status.code != d.OK:
             raise RuntimeError(response.status)
         acked += len(got)
@@ -140,10 +148,8 @@ async def _round(service, calls: list, context, profile=None, in_flight: int = 1
     if pollute is not None:  # one at a time, each after an eviction; only the calls' own CPU
         own = 0.0
         for request in calls:
-            pollute()
-            began = time.thread_time()
-            response = await service.SendMessage(request, context)
-            own += time.thread_time() - began
+            response, spent = await _timed(pollute, service.SendMessage, request, context)
+            own += spent
             if response.status.code != d.OK:
                 raise RuntimeError(response.status)
         if profile is not None:

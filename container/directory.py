@@ -2,6 +2,9 @@
 
 Composition only: the rules (which broker serves a call, the routes when the nameserver is
 down) are services.messaging.broker_choice's; this adapter hands them the hosted brokers.
+One exception, for speed: a send's common case (the first master with the topic) is read in
+place, and a hypothesis test holds it to ``broker_for_send``
+(tests/unit/test_broker_choice_and_port.py).
 :meth:`ContainerDirectory.pinned` is the same directory seen from one broker's own endpoint.
 Routes come from the nameserver; while it cannot be reached, its last answer per topic is
 served (bounded, ``ROUTE_CACHE_TOPICS``), and only a topic never asked for is answered from

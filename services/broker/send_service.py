@@ -14,7 +14,8 @@ Rules:
   ``maxBatchPut``): one write, one group-committed fdatasync, offsets in request order;
   nothing of the run is stored if the store refuses any of it.
 - A message id answered recently is answered again from the de-duplication memory (client
-  retries), and a send still in progress with the same id is awaited, not duplicated.  The
+  retries), and a send still in progress with the same id is awaited, not duplicated (under
+  ASYNC_FLUSH a put awaits nothing, so none is ever in progress when another call runs).  The
   memory is derived from the log: once the log is cut or the broker steps down (the store's
   derived generation moves) it is emptied, so a retry is stored again rather than answered
   for a record that may be gone.

@@ -9,8 +9,9 @@ This is a small hand-written scanner because no maintained library parses the di
 it is property-tested against ``json`` on strict input (tests/unit/test_fastjson.py).  Large
 documents (a million consumer-offset keys) take a fast path with the same results: bare
 integer keys are quoted by one regular-expression pass that steps over strings, then orjson
-parses it (anything orjson refuses goes through the scanner, which names the position); and a
-map whose values are all integers is written in one join.
+parses it (anything orjson refuses goes through the scanner, which names the position); strict
+JSON, as RelayMQ's own state files are written, goes to orjson first, as it is; and a map whose
+values are all integers is written in one join.
 """
 from __future__ import annotations
 
@@ -144,6 +145,10 @@ def loads(text: str | bytes) -> Any:
         except UnicodeDecodeError as exc:
             raise FastJsonError(f"not UTF-8 (byte {exc.start})") from None
     if not _LONG_DIGITS.search(text):
+        try:  # strict JSON (RelayMQ's own state files) as it is: no pass over its strings
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
         try:
             return orjson.loads(_STRING_OR_BARE_KEY.sub(_quote_key, text))
         except orjson.JSONDecodeError:

@@ -29,7 +29,7 @@ from typing import Any, Iterator, Sequence
 from metadata.frozen_values import quick_init
 from scheduler.pop.receipt import ReceiptHandle
 from scheduler.pop.records import (AckRecord, ChangeRecord, InFlight, PopRecord, QueueKey, Record, ResetRecord,
-                                   SkipRecord)
+                                   SkipRecord, in_flight_json)
 
 
 class HandleCheck(str, Enum):
@@ -239,7 +239,7 @@ class PopTable:
         rows = []
         for key, state in self.queues.items():
             row = {"g": key.group, "t": key.topic, "q": key.queue_id, "c": state.commit, "p": state.pop_offset,
-                   "a": sorted(state.acked), "i": [e.to_json() for e in state.inflight.values()]}
+                   "a": sorted(state.acked), "i": list(map(in_flight_json, state.inflight.values()))}
             if state.reset_seq:
                 row["r"] = state.reset_seq
             rows.append(row)

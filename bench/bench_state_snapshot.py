@@ -1,0 +1,90 @@
+"""What a broker's periodic state snapshot costs the event loop, by the size of its tables.
+
+Every ``flushConsumerOffsetInterval`` (5 s by default) a broker takes its pop table (every
+message received and not yet acked), its timer index and its transaction table as documents
+on the event loop, with no await in between, and writes them from a worker thread
+(``Broker.persist_in_background``).  Taking the documents and their text holds the loop: no
+call is served meanwhile.  This prints, for pop tables of growing size (``--queues`` queues of
+in-flight messages each), the loop time of the pop table's document and of its text, written
+as the broker writes popState.json (``config_files.document_text``) and, in the same run for
+reference, in RocketMQ's fastjson dialect (``metadata.fastjson.dumps``), which popState.json
+was written in until 2026-11-29; then the same for a timer index of as many pending
+messages.  Wall time on this thread (the loop's), best of ``--rounds``.
+
+    .venv/bin/python bench/bench_state_snapshot.py
+    .venv/bin/python bench/bench_state_snapshot.py --in-flight 1000 20000 --queues 8 --rounds 3
+
+Benchmarks print; they never fail on timing.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from metadata import fastjson  # noqa: E402
+from scheduler.pop.records import InFlight, QueueKey  # noqa: E402
+from scheduler.pop.table import PopTable  # noqa: E402
+from scheduler.timer import TimerIndex  # noqa: E402
+from services.broker.config_files import document_text  # noqa: E402
+
+NOW_MS = 1_800_000_000_000
+
+
+def pop_table(queues: int, per_queue: int) -> PopTable:
+    table = PopTable()
+    for queue_id in range(queues):
+        state = table.ensure(QueueKey("bench-group", "bench-topic", queue_id), 0)
+        for offset in range(per_queue):
+            state.inflight[offset] = InFlight(offset, queue_id * per_queue + offset, 1, NOW_MS + 60_000, 16,
+                                              (queue_id * per_queue + offset) * 1_200)
+        state.pop_offset = per_queue
+    return table
+
+
+def timer_index(pending: int) -> TimerIndex:
+    index = TimerIndex()
+    for offset in range(pending):
+        index.add(offset * 1_200, NOW_MS + offset)
+    return index
+
+
+def best_ms(action, rounds: int) -> float:
+    spent = []
+    for _ in range(rounds):
+        began = time.perf_counter()
+        action()
+        spent.append(time.perf_counter() - began)
+    return min(spent) * 1e3
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--in-flight", type=int, nargs="+", default=[1_000, 5_000, 20_000],
+                        help="in-flight messages per queue (one row each)")
+    parser.add_argument("--queues", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    pop_path, timer_path = Path("popState.json"), Path("timerCheckpoint.json")
+    print(f"# bench_state_snapshot: {' '.join(sys.argv[1:]) or '(defaults)'}; python {sys.version.split()[0]}; "
+          f"{args.queues} queues; best of {args.rounds}; ms of the event loop per snapshot")
+    print(f"{'entries':>9} {'pop document':>13} {'text (now)':>11} {'text (dialect)':>15} "
+          f"{'timer document':>15} {'text (now)':>11} {'text (dialect)':>15}")
+    for per_queue in args.in_flight:
+        entries = per_queue * args.queues
+        table, index = pop_table(args.queues, per_queue), timer_index(entries)
+        pop_document, timer_document = table.to_document(), index.to_document()
+        print(f"{entries:>9,} {best_ms(table.to_document, args.rounds):>13.1f} "
+              f"{best_ms(lambda: document_text(pop_path, pop_document), args.rounds):>11.1f} "
+              f"{best_ms(lambda: fastjson.dumps(pop_document), args.rounds):>15.1f} "
+              f"{best_ms(index.to_document, args.rounds):>15.1f} "
+              f"{best_ms(lambda: document_text(timer_path, timer_document), args.rounds):>11.1f} "
+              f"{best_ms(lambda: fastjson.dumps(timer_document), args.rounds):>15.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

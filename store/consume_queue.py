@@ -16,11 +16,14 @@ Rules:
   entries go to its own files past the split, which no layer reads.  Only the newest layer
   is written; a cut never goes below its split.
 * Written only from the event-loop thread; :meth:`sync` may run on the flush thread.
+* Every write is reported to ``on_put`` (set by the queue table: store.queue_table), so a
+  reader that follows new entries visits only the queues written since it last looked.
 """
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Callable
 
 from store.config import CQ_ENTRY_SIZE
 from store.cq_entry import CqEntry, decode_entries, encode_entry, first_index
@@ -45,6 +48,7 @@ class ConsumeQueue:
         self.min_offset = starts[0] // CQ_ENTRY_SIZE if starts else self.split
         self.max_offset = max(self.split, self.files.end() // CQ_ENTRY_SIZE)
         self.dirty = False
+        self.on_put: Callable[[tuple[str, int]], None] | None = None  # told (topic, queue id) after a write
 
     # --- writing -------------------------------------------------------------------------------
     def put(self, queue_offset: int, entries: bytes) -> None:
@@ -69,6 +73,8 @@ class ConsumeQueue:
             done += len(part)
         self.max_offset = max(self.max_offset, queue_offset + len(entries) // CQ_ENTRY_SIZE)
         self.dirty = True
+        if self.on_put is not None:
+            self.on_put((self.topic, self.queue_id))
 
     def put_one(self, queue_offset: int, commit_offset: int, size: int, tag_code: int) -> None:
         self.put(queue_offset, encode_entry(commit_offset, size, tag_code))

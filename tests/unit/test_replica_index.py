@@ -437,3 +437,27 @@ def test_fuzz_the_loop_for_few_entries_says_what_numpy_says(draw):
     assert _check_few(data, 0, SEGMENT, index) == _check_many(data, 0, SEGMENT, index)
     if sum(len(p.entries) for p in index) <= FEW_ENTRIES * CQ_ENTRY_SIZE:  # what check_indexed_run itself runs
         assert check_indexed_run(data, 0, SEGMENT, index, {}) == (_check_slices(index, {}) or _check_few(data, 0, SEGMENT, index))
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_one_cursor_across_interleaved_writes_and_batches_ships_every_entry(tmp_path_factory, draw):
+    """A cursor visits only the queues written since its last batch and those whose next entry
+    lay past it: with puts to old and new queues between batches of any size (under either
+    flush type), the slave's queues still equal the master's after every copy."""
+    flush = draw.draw(st.sampled_from([FlushDiskType.ASYNC_FLUSH, FlushDiskType.SYNC_FLUSH]))
+    root = tmp_path_factory.mktemp("interleaved")
+    master, slave = make(root / "m", flush), make(root / "s", flush)
+    cursor, serial = IndexCursor(), 0
+    try:
+        for _ in range(draw.draw(st.integers(2, 6))):
+            keys = draw.draw(st.lists(st.tuples(st.sampled_from(["T", "U", "V", "W"]), st.integers(0, 3)),
+                                      min_size=1, max_size=12))
+            fill(master, [MessageDraft(topic, queue_id, b"m" * draw.draw(st.integers(10, 900)), 7, "h:1",
+                                       {Prop.MESSAGE_ID: f"id-{(serial := serial + 1)}"}, {})
+                          for topic, queue_id in keys])
+            copy(master, slave, draw.draw(st.sampled_from([300, 1500, 5000, 1 << 20])), cursor)
+            assert queue_files(slave) == queue_files(master)
+        assert log_bytes(slave) == log_bytes(master)
+    finally:
+        master.shutdown(), slave.shutdown()

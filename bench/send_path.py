@@ -15,6 +15,7 @@ figure is the part of a send that RelayMQ's Python decides.
     .venv/bin/python bench/send_path.py --calls 5000 --rounds 2 --profile 40   # where it goes (cProfile)
     .venv/bin/python bench/send_path.py --case receive --calls 8000 --rounds 3
     .venv/bin/python bench/send_path.py --replicated --in-flight 16 --calls 5000 --rounds 3
+    .venv/bin/python bench/send_path.py --replicated --in-flight 16 --idle-polls 200   # consumers waiting elsewhere
     .venv/bin/python bench/send_path.py --batch 32 --broker-key sendDedupeMaxEntries=0   # without the memory
     .venv/bin/python bench/send_path.py --calls 3000 --rounds 3 --pollute 16384   # caches as in the container
 
@@ -27,6 +28,9 @@ gRPC's and the kernel's work between two calls leaves the next one's code and da
 
 ``--broker-key KEY=VALUE`` sets a broker config key (on both brokers with ``--replicated``):
 the same run with and without a feature shows what it costs.
+
+``--idle-polls N`` (with ``--replicated``): N consumers of their own groups long-poll a topic
+nobody sends to, on the master, while the sends run: what waiting consumers cost a master.
 
 ``--replicated``: a second in-process container holds broker-a's slave (brokerId 1, SLAVE),
 the master is a SYNC_MASTER, both SYNC_FLUSH with inSyncReplicas 2, so every send waits for
@@ -96,6 +100,27 @@ async def _timed(pollute: Polluter | None, call, *args):
 async def _collected(stream, *args) -> list:
     """Every response of the server stream ``stream(*args)``."""
     return [item async for item in stream(*args)]
+
+
+async def _start_idle_polls(service, count: int, context) -> list[asyncio.Task]:
+    """``count`` consumers, each of its own group, long-polling topic ``idle`` (nobody sends
+    to it) again and again, on this loop, until their tasks are cancelled."""
+    async def poll(number: int) -> None:
+        group = d.Resource(name=f"idle-{number}")
+        queue = d.MessageQueue(topic=d.Resource(name="idle"), id=-1, broker=d.Broker(name="broker-a"))
+        while True:
+            request = s.ReceiveMessageRequest(group=group, message_queue=queue, batch_size=32,
+                                              filter_expression=d.FilterExpression(type=d.TAG, expression="*"))
+            request.invisible_duration.seconds = 60
+            request.long_polling_timeout.seconds = 20
+            await _collected(service.ReceiveMessage, request, context)
+    return [asyncio.get_running_loop().create_task(poll(number)) for number in range(count)]
+
+
+async def _stop(tasks: list[asyncio.Task]) -> None:
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def _receive_round(service, topic: str, count: int, number: int, context, profile=None,
@@ -187,9 +212,14 @@ def replicated(args) -> tuple[list[dict], list]:
         slave = InProcessContainer(Path(data) / "slave", brokers=[{"brokerName": "broker-a", "brokerId": 1,
                                                                    "brokerRole": "SLAVE", **ha}],
                                    namesrv_port=master.spec.namesrv_port, uvloop=True)
+        idle: list[asyncio.Task] = []
         try:
             service, context = _service(master), Context()
             _wait_replicating(master, service, context)
+            if args.idle_polls:
+                master.background.run(_create_topic(master.container, "idle"))
+                idle = master.background.run(_start_idle_polls(service, args.idle_polls, context))
+                time.sleep(1.0)  # every poll registered and waiting
             loops = (master.background.thread, slave.background.thread)
             for number in range(args.rounds):
                 calls = _fresh(requests("t", args.calls, args.batch), number)
@@ -207,6 +237,8 @@ def replicated(args) -> tuple[list[dict], list]:
                 figures.append({"master loop": spent[0] / args.calls * 1e6, "slave loop": spent[1] / args.calls * 1e6,
                                 "other threads": (total - sum(spent)) / args.calls * 1e6})
         finally:
+            if idle:
+                master.background.run(_stop(idle))
             slave.stop()
             master.stop()
     return figures, profiles
@@ -263,6 +295,9 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="also profile the last round (cProfile, on the loop thread) and print its N costliest "
                              "functions by own time, per call (the profiler's overhead inflates every figure)")
+    parser.add_argument("--idle-polls", type=int, default=0, metavar="N",
+                        help="with --replicated: N consumers (each its own group) long-polling a topic nobody sends "
+                             "to, on the master, while the sends run")
     parser.add_argument("--pollute", type=int, default=0, metavar="KIB",
                         help="evict the caches before every call by writing a KIB-KiB buffer (one send at a time); "
                              "16384 reproduces the container's single sends")
@@ -273,6 +308,8 @@ def _arguments() -> argparse.Namespace:
         parser.error("--pollute 0..1048576 KiB, with one send in flight and without --replicated")
     if args.replicated and args.case != "send":
         parser.error("--replicated measures sends only")
+    if not 0 <= args.idle_polls <= 10_000 or (args.idle_polls and not args.replicated):
+        parser.error("--idle-polls 0..10000, with --replicated")
     return args
 
 
@@ -343,10 +380,10 @@ def _service(node):
     return MessagingService(container.directory, container.messaging, container.clock, container.directory.registry)
 
 
-async def _create_topic(container) -> None:
+async def _create_topic(container, name: str = "t") -> None:
     from metadata.topic_config import TopicConfig
     hosted = next(iter(container.hosted.values()))
-    hosted.broker.topics.upsert(TopicConfig("t"), container.clock.now_ms())
+    hosted.broker.topics.upsert(TopicConfig(name), container.clock.now_ms())
 
 
 if __name__ == "__main__":

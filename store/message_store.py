@@ -48,6 +48,7 @@ from store.errors import (BadOffset, BadReplicationData, BatchTooLarge, DiskFull
                           MessageTooLarge, NotWritable, StoreClosed, StoreError, StoreIOError)
 from store.flush import FlushHooks, FlushService, GroupCommit
 from store.held_entries import HeldEntries, Pending, Run, runs_of
+from store.notifications import Notifications
 from store.put_rows import Placed, Row, encode_rows, row_of
 from store.queue_table import QueueTable
 from store.reader import Reader
@@ -64,7 +65,7 @@ __all__ = ["MessageStore", "StoreConfig", "FlushDiskType", "GetResult", "GetStat
 log = logging.getLogger(__name__)
 WRITE_RETRY_MS = 1000   # a store whose write failed tries again at most this often
 
-class MessageStore(Reader):
+class MessageStore(Reader, Notifications):
     def __init__(self, config: StoreConfig, now_ms: Callable[[], int], shared: str | None = None):
         """``shared``: on shared storage, the opener's internal address (None: a local store)."""
         self.config = config
@@ -80,12 +81,8 @@ class MessageStore(Reader):
         self._staged_end: int | None = None  # end of the runs staged beyond the log's end (a slave's)
         self._pending: deque[Pending] = deque()  # SYNC_FLUSH: written, awaiting fdatasync
         self._waiters: deque[tuple[int, asyncio.Future]] = deque()
-        self._listeners: list[Callable[[str, int, int], None]] = []
-        self._write_listeners: list[Callable[[int], None]] = []
-        self._visibility_listeners: list[Callable[[], None]] = []
+        self._init_notifications()
         self.epochs: EpochLog | None = None
-        # replication: consumers read no record ending beyond this offset (the confirm offset); None: all
-        self._read_limit: int | None = None
         self._indexed_offset = 0  # every record below it has its consume-queue entry written
         self._disk_full = False
         self._write_failure: str | None = None   # why writes stopped (a failed write); None: they work
@@ -223,7 +220,7 @@ class MessageStore(Reader):
             raise DiskFull(f"the store cannot write ({self._write_failure}); retrying every {WRITE_RETRY_MS} ms")
         self._loop = asyncio.get_running_loop()
         written, pending = self._write(rows)
-        self._notify_written()
+        self._notify_written(self._log.write_offset)
         return written, pending
 
     def _check_still_owner(self) -> None:
@@ -270,11 +267,7 @@ class MessageStore(Reader):
         self._indexed_offset = max(self._indexed_offset, end_offset)
         for topic, queue_id, end in ends:
             self._next_queue_offset[(topic, queue_id)] = max(self._next_queue_offset.get((topic, queue_id), 0), end)
-            for listener in self._listeners:
-                try:
-                    listener(topic, queue_id, end)
-                except Exception:  # a listener's bug must not fail a put
-                    log.exception("append listener failed")
+        self._notify_indexed(ends, end_offset)
 
     def _on_flushed(self, flushed: int, error: BaseException | None, generation: int | None = None) -> None:
         """Event loop: index what became durable and resolve the waiters it covers.  A pass begun
@@ -345,24 +338,6 @@ class MessageStore(Reader):
         self._write_failure = None
         return True
 
-    def add_append_listener(self, fn: Callable[[str, int, int], None]) -> None:
-        self._listeners.append(fn)
-
-    def add_write_listener(self, fn: Callable[[int], None]) -> None:
-        """``fn(write_offset)`` after every write to the commit log, before it is flushed."""
-        self._write_listeners.append(fn)
-
-    def remove_write_listener(self, fn: Callable[[int], None]) -> None:
-        if fn in self._write_listeners:
-            self._write_listeners.remove(fn)
-
-    def _notify_written(self) -> None:
-        for listener in self._write_listeners:
-            try:
-                listener(self._log.write_offset)
-            except Exception:  # a listener's bug must not fail a put
-                log.exception("write listener failed")
-
     # --- replication -------------------------------------------------------------------------------
     @property
     def commit_log_min_offset(self) -> int:
@@ -399,26 +374,6 @@ class MessageStore(Reader):
         turning slave copies into a log with no local write pending."""
         while self._waiters:
             await asyncio.gather(*(waiter for _, waiter in list(self._waiters)), return_exceptions=True)
-
-    @property
-    def read_limit(self) -> int | None:
-        return self._read_limit
-
-    def set_read_limit(self, offset: int | None) -> None:
-        """Replication: consumers read no record of a user topic ending beyond ``offset`` (the
-        confirm offset); None lifts the limit (a master alone in its SyncStateSet, no replication).
-        Raising or lifting it tells the visibility listeners (long polls wait on them)."""
-        before, self._read_limit = self._read_limit, offset
-        if before is not None and (offset is None or offset > before):
-            for listener in self._visibility_listeners:
-                try:
-                    listener()
-                except Exception:  # a listener's bug must not fail replication
-                    log.exception("visibility listener failed")
-
-    def add_visibility_listener(self, fn: Callable[[], None]) -> None:
-        """``fn()`` when more of the log becomes visible to consumers (the read limit rose)."""
-        self._visibility_listeners.append(fn)
 
     def read_raw(self, commit_offset: int, max_bytes: int) -> bytes | memoryview:
         self._check_open()
@@ -484,7 +439,7 @@ class MessageStore(Reader):
             self._staged_end = None
         self._index_runs_or_hold(run.runs, run.end, "the slave copies nothing more")
         self._flush.wake_grouped()
-        self._notify_written()
+        self._notify_written(self._log.write_offset)
 
     def abandon_staged(self) -> None:
         """Forget every run staged and not committed (one failed to write): the next run must

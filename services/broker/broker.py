@@ -159,7 +159,7 @@ class Broker:
         self.groups.load()
         self.notifier.bind_loop()
         self.store.add_append_listener(self.notifier.on_append)
-        self.store.add_visibility_listener(self.notifier.wake_all)
+        self.store.add_visibility_listener(self.notifier.wake_visible)
         replayed = self.pop.recover()
         self.timer.recover()
         self.transactions.recover()

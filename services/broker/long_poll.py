@@ -2,7 +2,9 @@
 
 Rules: a waiter registers *before* the receive looks for messages, so an append between the
 look and the wait still wakes it; the store's append listener may run on any thread and is
-handed to the loop with ``call_soon_threadsafe``; a wait is always bounded by its caller.
+handed to the loop with ``call_soon_threadsafe``; a wait is always bounded by its caller.  A
+rise of the replicas' confirm offset wakes the receives of the topics it made readable, not
+every receive waiting in the broker.
 """
 from __future__ import annotations
 
@@ -62,10 +64,19 @@ class AppendNotifier:
             self.wake_topic(topic)
 
     def wake_all(self) -> None:
-        """More became readable everywhere (the replicas' confirm offset advanced)."""
+        """More may be readable everywhere (a role change; the read limit lifted)."""
         for waiters in list(self._waiters.values()):
             for waiter in list(waiters):
                 waiter.event.set()
+
+    def wake_visible(self, topics: frozenset[str] | None) -> None:
+        """The replicas' confirm offset advanced over records of ``topics`` (None: of any topic):
+        only their receives look again (store.notifications)."""
+        if topics is None:
+            self.wake_all()
+            return
+        for topic in topics:
+            self.wake_topic(topic)
 
     def wake_topic(self, topic: str) -> None:
         """Receives waiting for ``topic`` look again (an append, a FIFO batch acked, a backlog elsewhere)."""

@@ -21,4 +21,4 @@ class ContainerBacklog:
     def wake(self, broker_name: str, topic: str) -> None:
         for hosted in self.container.hosted.values():
             if hosted.name == broker_name:
-                hosted.broker.notifier.wake_topic(topic)
+                hosted.broker.notifier.wake_every(topic)

@@ -357,6 +357,7 @@ class PopService:
         hint = self.backlog_hint if request.yields_to_backlog_elsewhere else None
         counted = False  # in the hint's count of receives waiting here
         timed_out = False  # the whole long poll was waited: one last look, then empty
+        woken = False  # looking again after a wake: what it takes, it passes the wake on (long_poll)
         try:
             while True:
                 if not self.serving():  # a long poll that outlived the acting slave's turn ends empty
@@ -365,11 +366,14 @@ class PopService:
                 if group.consume_message_orderly and self.fifo_gate is not None and self.fifo_gate.strict:
                     allowed = await self.fifo_gate.acquire([QueueKey(request.group, request.topic, queue_id)
                                                             for queue_id in range(topic.read_queue_nums)])
-                waiter = self.notifier.register((request.topic, retry_topic_for(request.group, request.topic)))
+                waiter = self.notifier.register((request.topic, retry_topic_for(request.group, request.topic)),
+                                                request.group, request.queue_id)
                 try:
                     found = self.planner.plan(request, message_filter, group.consume_message_orderly,
                                               group.max_delivery_attempts, topic.read_queue_nums, allowed, self._apply)
                     if found.plans:
+                        if woken:
+                            self.notifier.pass_on(waiter)
                         return await self._deliver(request.group, found.plans)
                     remaining = wait_until - self.clock.monotonic_ms()
                     if timed_out or remaining <= 0 or (hint is not None and hint.elsewhere(request.topic, request.group, self.config.broker_name)):
@@ -380,7 +384,8 @@ class PopService:
                     wait_ms = remaining
                     if found.redeliver_at_ms is not None:  # a locked FIFO batch becomes visible then
                         wait_ms = min(remaining, max(1, found.redeliver_at_ms - self.clock.now_ms()))
-                    timed_out = not await waiter.wait(wait_ms) and wait_ms == remaining
+                    woken = await waiter.wait(wait_ms)
+                    timed_out = not woken and wait_ms == remaining
                 finally:
                     waiter.close()
         finally:
@@ -479,8 +484,8 @@ class PopService:
         await self._write(records, applied=False)
         held = {key for key in {record.key for record in records} if self._holds_back(key)}  # per queue, not per ack
         self._apply_all(records)
-        for topic in {key.topic for key in held if not self._holds_back(key)}:
-            self.notifier.wake_topic(topic)  # a FIFO batch acked whole (or room in flight): waiting receives go on
+        for topic, group in {(key.topic, key.group) for key in held if not self._holds_back(key)}:
+            self.notifier.wake_topic(topic, group=group)  # a FIFO batch acked whole (or room in flight): its group goes on
 
     def _holds_back(self, key: QueueKey) -> bool:
         """The queue delivers nothing new now: a FIFO batch in flight, or the in-flight limit reached."""

@@ -6,6 +6,9 @@
 - A FIFO receive waiting on a locked queue goes on as soon as the batch is acked whole, or
   when its invisibility ends, instead of sleeping out its long poll.
 - ``PopService.receivable``: what a probe from another broker is told.
+- An append wakes one waiting receive per group, which passes the wake on when it took
+  something (a batch larger than its own reaches the next waiter at once) and as it goes away
+  woken without looking; so many waiting consumers cost a message a look or two per group.
 Time is a ManualClock; the long polls' waits are real (short) ones.
 """
 from __future__ import annotations
@@ -13,9 +16,10 @@ from __future__ import annotations
 import asyncio
 import time
 
-from metadata.message import MessageType
+from metadata.message import MessageDraft, MessageType, Prop, SendItem
 from metadata.subscription_group import SubscriptionGroupConfig
 from services.broker.api import FilterExpression, ReceiveRequest
+from store.config import FlushDiskType
 from tests.scenario.test_broker_flows import Harness, _with_topic, run
 
 LONG_POLL_MS = 10_000
@@ -66,7 +70,7 @@ def test_a_waiting_receive_counts_itself_in_and_ends_when_a_backlog_elsewhere_is
         assert not waiting.done()
         assert hint.waiting_changes == [("T", "G", broker.name, +1)]
         hint.backlog_elsewhere = True
-        broker.notifier.wake_topic("T")  # what the probe does when its answer names another broker
+        broker.notifier.wake_every("T")  # what the probe does when its answer names another broker
         assert await asyncio.wait_for(waiting, 5) == []
         assert hint.waiting_changes == [("T", "G", broker.name, +1), ("T", "G", broker.name, -1)]
         await harness.stop()
@@ -153,5 +157,76 @@ def test_receivable_is_what_a_receive_of_the_group_could_take_now(tmp_path):
         assert broker.pop.receivable("G", "T", 100) == 0  # locked: nothing until the batch is acked or visible
         harness.clock.advance(500)
         assert broker.pop.receivable("G", "T", 100) == 2  # the batch, visible again
+        await harness.stop()
+    run(scenario())
+
+
+def _looks(broker) -> list:
+    """Counts the receives' looks (one planner pass each)."""
+    calls, plan = [], broker.pop.planner.plan
+
+    def counted(*args, **kwargs):
+        calls.append(args[0].group)
+        return plan(*args, **kwargs)
+    broker.pop.planner.plan = counted
+    return calls
+
+
+def test_an_append_wakes_one_waiting_receive_per_group_not_all_of_them(tmp_path):
+    async def scenario():
+        harness = Harness(tmp_path)
+        broker = await _with_topic(harness)
+        waiting = [asyncio.ensure_future(broker.receive(request(harness, group=group, yields=False)))
+                   for group in ["G"] * 6 + ["H"] * 3]
+        await asyncio.sleep(0.05)
+        looks = _looks(broker)
+        await harness.send("T", b"one")
+        await asyncio.sleep(0.1)
+        done = [task for task in waiting if task.done()]
+        assert sorted((task.result()[0].message.body, group) for task, group in
+                      zip(waiting, ["G"] * 6 + ["H"] * 3) if task.done()) == [(b"one", "G"), (b"one", "H")]
+        # each group: the woken receive's look, then the one it passed the wake to (finds nothing)
+        assert sorted(looks) == ["G", "G", "H", "H"] and len(done) == 2
+        for task in waiting:
+            task.cancel()
+        await asyncio.gather(*waiting, return_exceptions=True)
+        await harness.stop()
+    run(scenario())
+
+
+def test_more_than_one_receive_takes_reaches_the_next_waiter_at_once(tmp_path):
+    """Ten messages in one put, four receives of four waiting: the woken one takes four and
+    passes the wake on, and so on; the fourth looks, finds nothing and waits on."""
+    async def scenario():
+        harness = Harness(tmp_path)
+        broker = await _with_topic(harness, queues=1)
+        waiting = [asyncio.ensure_future(broker.receive(request(harness, batch=4, yields=False))) for _ in range(4)]
+        await asyncio.sleep(0.05)
+        items = [SendItem.of(MessageDraft("T", -1, str(index).encode(), harness.clock.now_ms(),
+                                          properties={Prop.MESSAGE_ID: f"BATCH{index:04d}"}), MessageType.NORMAL)
+                 for index in range(10)]
+        await broker.send(items)
+        delivered = await asyncio.wait_for(asyncio.gather(*waiting[:3]), 2)  # not the 10 s long poll
+        assert sorted(int(d.message.body) for batch in delivered for d in batch) == list(range(10))
+        await asyncio.sleep(0.05)
+        assert not waiting[3].done()
+        waiting[3].cancel()
+        await asyncio.gather(waiting[3], return_exceptions=True)
+        await harness.stop()
+    run(scenario())
+
+
+def test_a_woken_receive_that_goes_away_before_looking_passes_the_wake_on(tmp_path):
+    async def scenario():
+        harness = Harness(tmp_path, FlushDiskType.ASYNC_FLUSH)  # the send answers before the woken one runs
+        broker = await _with_topic(harness)
+        first = asyncio.ensure_future(broker.receive(request(harness, yields=False)))
+        await asyncio.sleep(0.05)
+        second = asyncio.ensure_future(broker.receive(request(harness, yields=False)))
+        await asyncio.sleep(0.05)
+        await harness.send("T", b"kept")  # wakes the longest waiting: the first
+        first.cancel()  # its client went away before it looked
+        await asyncio.gather(first, return_exceptions=True)
+        assert [d.message.body for d in await asyncio.wait_for(second, 2)] == [b"kept"]
         await harness.stop()
     run(scenario())

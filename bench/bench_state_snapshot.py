@@ -9,7 +9,9 @@ in-flight messages each), the loop time of the pop table's document and of its t
 as the broker writes popState.json (``config_files.document_text``) and, in the same run for
 reference, in RocketMQ's fastjson dialect (``metadata.fastjson.dumps``), which popState.json
 was written in until 2026-11-29; then the same for a timer index of as many pending
-messages.  Wall time on this thread (the loop's), best of ``--rounds``.
+messages; then topics.json of ``--topics`` topics, which stays in the dialect (RocketMQ reads
+it): a master writes it on every topic change and serves it to every slave's metadata sync
+every 10 s.  Wall time on this thread (the loop's), best of ``--rounds``.
 
     .venv/bin/python bench/bench_state_snapshot.py
     .venv/bin/python bench/bench_state_snapshot.py --in-flight 1000 20000 --queues 8 --rounds 3
@@ -27,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from metadata import fastjson  # noqa: E402
+from metadata.topic_config import TopicConfig, TopicTable  # noqa: E402
 from scheduler.pop.records import InFlight, QueueKey  # noqa: E402
 from scheduler.pop.table import PopTable  # noqa: E402
 from scheduler.timer import TimerIndex  # noqa: E402
@@ -68,6 +71,7 @@ def main() -> None:
                         help="in-flight messages per queue (one row each)")
     parser.add_argument("--queues", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--topics", type=int, nargs="+", default=[1_000, 10_000])
     args = parser.parse_args()
     pop_path, timer_path = Path("popState.json"), Path("timerCheckpoint.json")
     print(f"# bench_state_snapshot: {' '.join(sys.argv[1:]) or '(defaults)'}; python {sys.version.split()[0]}; "
@@ -84,6 +88,12 @@ def main() -> None:
               f"{best_ms(index.to_document, args.rounds):>15.1f} "
               f"{best_ms(lambda: document_text(timer_path, timer_document), args.rounds):>11.1f} "
               f"{best_ms(lambda: fastjson.dumps(timer_document), args.rounds):>15.1f}", flush=True)
+    print(f"{'topics':>9} {'document':>13} {'topics.json':>11}")
+    for count in args.topics:
+        table = TopicTable(topics={f"topic-{number}": TopicConfig(f"topic-{number}") for number in range(count)})
+        document = table.to_document()
+        print(f"{count:>9,} {best_ms(table.to_document, args.rounds):>13.1f} "
+              f"{best_ms(lambda: document_text(Path('topics.json'), document), args.rounds):>11.1f}", flush=True)
 
 
 if __name__ == "__main__":

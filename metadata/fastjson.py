@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from operator import itemgetter
 from typing import Any
 
 import orjson
@@ -170,31 +171,69 @@ def _dump(value: Any, indent: int, out: list[str]) -> None:
         if not value:
             out.append("{}")
             return
-        if all(type(item) is int for item in value.values()):  # a queue -> offset map: one join
+        if all(type(key) is str for key in value):  # sorted by the key alone, in C
+            items = sorted(value.items(), key=_first)
+        else:
             items = sorted(value.items(), key=lambda item: _sort_key(item[0]))
-            out.append("{\n" + ",\n".join(f"{pad}{_key(key)}:{item}" for key, item in items) + "\n" + "\t" * indent + "}")
+        texts = [_scalar(item) for _, item in items]
+        if None not in texts:  # scalars only (a queue -> offset map, a config entry): one join
+            out.append("{\n" + ",\n".join(f"{pad}{_key(key)}:{text}" for (key, _), text in zip(items, texts))
+                       + "\n" + "\t" * indent + "}")
             return
         out.append("{\n")
-        items = sorted(value.items(), key=lambda item: _sort_key(item[0]))
-        for index, (key, item) in enumerate(items):
-            out.append(pad)
-            out.append(_key(key))
-            out.append(":")
-            _dump(item, indent + 1, out)
-            out.append(",\n" if index < len(items) - 1 else "\n")
+        last = len(items) - 1
+        for index, ((key, item), text) in enumerate(zip(items, texts)):
+            out.append(f"{pad}{_key(key)}:{text}" if text is not None else f"{pad}{_key(key)}:")
+            if text is None:
+                _dump(item, indent + 1, out)
+            out.append(",\n" if index < last else "\n")
         out.append("\t" * indent + "}")
     elif isinstance(value, (list, tuple)):
         if not value:
             out.append("[]")
             return
+        texts = [_scalar(item) for item in value]
+        if None not in texts:  # scalars only: one join
+            out.append("[\n" + ",\n".join(pad + text for text in texts) + "\n" + "\t" * indent + "]")
+            return
         out.append("[\n")
-        for index, item in enumerate(value):
+        last = len(value) - 1
+        for index, (item, text) in enumerate(zip(value, texts)):
             out.append(pad)
-            _dump(item, indent + 1, out)
-            out.append(",\n" if index < len(value) - 1 else "\n")
+            if text is None:
+                _dump(item, indent + 1, out)
+            else:
+                out.append(text)
+            out.append(",\n" if index < last else "\n")
         out.append("\t" * indent + "]")
     else:
         out.append(json.dumps(value, ensure_ascii=False))
+
+
+def _scalar(value: Any) -> str | None:
+    """A string, integer, boolean or null as JSON text (None for anything else: floats and
+    containers go the general way).  Strings go through orjson, whose text for a valid str
+    is json.dumps(ensure_ascii=False)'s (tests/unit/test_fastjson.py holds them equal): the
+    writer spent most of its time in json.dumps, 295 ms for a topics.json of 10,000 topics."""
+    kind = type(value)
+    if kind is str:
+        return _string(value)
+    if kind is int:
+        return int.__repr__(value)
+    if kind is bool:
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if not value and (kind is dict or kind is list):
+        return "{}" if kind is dict else "[]"
+    return None
+
+
+def _string(text: str) -> str:
+    try:
+        return orjson.dumps(text).decode()
+    except orjson.JSONEncodeError:  # a lone surrogate: json.dumps writes it as it is
+        return json.dumps(text, ensure_ascii=False)
 
 
 def _sort_key(key: Any) -> tuple[int, Any]:
@@ -207,7 +246,19 @@ def _sort_key(key: Any) -> tuple[int, Any]:
 def _key(key: Any) -> str:
     if isinstance(key, int) and not isinstance(key, bool):
         return str(key)
-    return json.dumps(str(key), ensure_ascii=False)
+    if type(key) is not str:
+        return _string(str(key))
+    text = _KEY_TEXTS.get(key)
+    if text is None:
+        text = _string(key)
+        if len(_KEY_TEXTS) >= 4096:
+            _KEY_TEXTS.clear()
+        _KEY_TEXTS[key] = text
+    return text
+
+
+_KEY_TEXTS: dict[str, str] = {}  # field names repeat in every entry of a table: their JSON text, kept
+_first = itemgetter(0)
 
 
 def dumps(value: Any) -> str:

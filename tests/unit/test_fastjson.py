@@ -1,5 +1,6 @@
 """fastjson's dialect (metadata/fastjson.py): the fast paths (orjson after quoting bare keys; one
-join per integer map) give exactly what the scanner and the plain writer give."""
+join per map or list of scalars; strings written by orjson) give exactly what the scanner and
+the plain writer (json.dumps for every scalar) give."""
 from __future__ import annotations
 
 import json
@@ -9,7 +10,8 @@ from hypothesis import given, settings, strategies as st
 
 from metadata import fastjson
 
-tricky_text = st.text(alphabet=st.sampled_from(list('ab,:{}[]"\\\n\t 0123456789-é')), max_size=12)
+tricky_text = st.text(alphabet=st.sampled_from(list('ab,:{}[]"\\\n\t 0123456789-é/\x00\x1f\x7f\u2028😀\b\f\r')),
+                      max_size=12)
 scalars = st.one_of(st.integers(-2**63, 2**63 - 1), tricky_text, st.booleans(), st.none())
 documents = st.recursive(
     scalars,
@@ -20,13 +22,14 @@ documents = st.recursive(
 
 
 def reference_dumps(value, indent=0) -> str:
-    """The writer without its fast path: every value through the general case."""
+    """The writer without its fast paths: every value, key and string through json.dumps."""
     pad = "\t" * (indent + 1)
     if isinstance(value, dict):
         if not value:
             return "{}"
         items = sorted(value.items(), key=lambda item: fastjson._sort_key(item[0]))
-        body = ",\n".join(pad + fastjson._key(k) + ":" + reference_dumps(v, indent + 1) for k, v in items)
+        body = ",\n".join(pad + (str(k) if type(k) is int else json.dumps(str(k), ensure_ascii=False)) + ":"
+                           + reference_dumps(v, indent + 1) for k, v in items)
         return "{\n" + body + "\n" + "\t" * indent + "}"
     if isinstance(value, list):
         if not value:

@@ -1,6 +1,8 @@
 """Replica metadata adoption: the pure decision, the table rules, each manager's adopt and the wire form."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given, strategies as st
 
@@ -121,6 +123,17 @@ def _full_metadata() -> ReplicaMetadata:
 
 def test_replica_metadata_round_trips_through_the_wire():
     assert replica_metadata_from_proto(replica_metadata_to_proto(_full_metadata())) == _full_metadata()
+
+
+def test_a_changed_table_is_served_as_it_is_now_not_as_the_text_kept_for_the_last_one():
+    """The master keeps the text of the tables it served last (they are immutable values) and
+    writes it again for a changed one."""
+    first = _full_metadata()
+    assert replica_metadata_from_proto(replica_metadata_to_proto(first)) == first
+    changed = dataclasses.replace(first, topics=first.topics.with_topic(TopicConfig("U", 4, 4), V2),
+                                  groups=first.groups.with_group(SubscriptionGroupConfig("H"), V3))
+    assert replica_metadata_from_proto(replica_metadata_to_proto(changed)) == changed
+    assert replica_metadata_to_proto(first).topics.document == replica_metadata_to_proto(first).topics.document
 
 
 def test_a_document_whose_version_differs_from_its_field_is_refused():

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from metadata import fastjson
 from metadata.data_version import DataVersion, DataVersionFormatError
 from metadata.message import MessageType
 from metadata.names import is_valid_topic_name
@@ -25,6 +26,23 @@ PERM_READ_WRITE = PERM_READ | PERM_WRITE
 MESSAGE_TYPE_ATTRIBUTE = "+message.type"
 MAX_QUEUE_NUMS = 1024
 TOPIC_TYPES = ("NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED")
+
+
+# id(config) -> (the config, its topics.json entry); the config held, so its id is its own
+_ENTRY_TEXTS: dict[int, tuple["TopicConfig", fastjson.Formatted]] = {}
+_ENTRY_TEXTS_MAX = 200_000
+_ENTRY_DEPTH = 2  # {"topicConfigTable": {name: entry}}
+
+
+def _entry_text(config: "TopicConfig") -> fastjson.Formatted:
+    kept = _ENTRY_TEXTS.get(id(config))
+    if kept is not None and kept[0] is config:
+        return kept[1]
+    text = fastjson.formatted(config.to_json(), _ENTRY_DEPTH)
+    if len(_ENTRY_TEXTS) >= _ENTRY_TEXTS_MAX:
+        _ENTRY_TEXTS.clear()
+    _ENTRY_TEXTS[id(config)] = (config, text)
+    return text
 
 
 _ACCEPTED: dict[str, tuple[MessageType, ...]] = {"MIXED": tuple(MessageType), **{t.value: (t,) for t in MessageType}}
@@ -122,6 +140,12 @@ class TopicTable:
 
     def to_document(self) -> dict[str, Any]:
         return {"dataVersion": self.data_version.to_json(), "topicConfigTable": {n: c.to_json() for n, c in self.topics.items()}}
+
+    def file_document(self) -> dict[str, Any]:
+        """:meth:`to_document` for ``fastjson.dumps``, each topic's entry already written (kept per
+        config object: a changed table shares every other config with the one before it)."""
+        return {"dataVersion": self.data_version.to_json(),
+                "topicConfigTable": {n: _entry_text(c) for n, c in self.topics.items()}}
 
     @classmethod
     def from_document(cls, document: Any, where: str = "topics.json") -> "TopicTable":

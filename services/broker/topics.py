@@ -46,14 +46,14 @@ class TopicManager:
     def upsert(self, config: TopicConfig, now_ms: int) -> None:
         config.validate()
         self.table = self.table.with_topic(config, self.table.data_version.next_version(now_ms))
-        write_document(self.path, self.table.to_document())
+        write_document(self.path, self.table.file_document())
         self._on_change()
 
     def delete(self, topic: str, now_ms: int) -> bool:
         if topic not in self.table.topics:
             return False
         self.table = self.table.without_topic(topic, self.table.data_version.next_version(now_ms))
-        write_document(self.path, self.table.to_document())
+        write_document(self.path, self.table.file_document())
         self._on_change()
         return True
 
@@ -61,7 +61,7 @@ class TopicManager:
         decision = decide_adoption(self.table.data_version, remote.data_version, direction)
         if isinstance(decision, Adopt):
             table = adopted_topics(self.table, remote)
-            write_document(self.path, table.to_document())
+            write_document(self.path, table.file_document())
             self.table = table
         return decision
 
@@ -71,7 +71,7 @@ class TopicManager:
         if self.table.data_version.state_version == state_version:
             return
         self.table = TopicTable(self.table.data_version.next_version(now_ms, state_version), self.table.topics)
-        write_document(self.path, self.table.to_document())
+        write_document(self.path, self.table.file_document())
 
     def ensure_system_topic(self, topic: str, now_ms: int, queues: int = 1) -> TopicConfig:
         existing = self.get(topic)

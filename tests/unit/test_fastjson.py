@@ -75,3 +75,27 @@ def test_known_shapes(text, expected):
 def test_errors_still_name_the_position(text, message):
     with pytest.raises(fastjson.FastJsonError, match=message):
         fastjson.loads(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(tricky_text, documents, max_size=4), st.integers(0, 2))
+def test_formatted_entries_write_exactly_what_the_plain_writer_writes(entries, depth_error):
+    """A table's entries written once (fastjson.formatted) and placed in a document give the
+    document's own text; one written for another depth is written again."""
+    plain = {"table": entries, "n": 1}
+    depth = 2 if depth_error == 0 else 2 + depth_error
+    kept = {"table": {key: fastjson.formatted(value, depth) for key, value in entries.items()}, "n": 1}
+    assert fastjson.dumps(kept) == fastjson.dumps(plain) == reference_dumps(plain)
+
+
+def test_a_topic_table_writes_the_same_file_from_its_kept_entries_after_every_change():
+    from metadata.data_version import DataVersion
+    from metadata.topic_config import TopicConfig, TopicTable
+    table = TopicTable(topics={f"t{n}": TopicConfig(f"t{n}", 1 + n % 3, 1 + n % 3) for n in range(20)})
+    for step in range(1, 30):
+        version = DataVersion(0, step, step)
+        if step % 3:
+            table = table.with_topic(TopicConfig(f"t{step % 7}", step % 5 + 1, step % 5 + 1, message_type="FIFO"), version)
+        else:
+            table = table.without_topic(f"t{step % 11}", version)
+        assert fastjson.dumps(table.file_document()) == fastjson.dumps(table.to_document())

@@ -18,11 +18,11 @@ from __future__ import annotations
 import json
 import re
 from operator import itemgetter
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 
-__all__ = ["FastJsonError", "Formatted", "loads", "dumps", "formatted"]
+__all__ = ["EntryTexts", "FastJsonError", "Formatted", "loads", "dumps", "formatted"]
 
 MAX_DEPTH = 64
 
@@ -289,3 +289,23 @@ def formatted(value: Any, depth: int) -> Formatted:
     out: list[str] = []
     _dump(value, depth, out)
     return Formatted("".join(out), depth, value)
+
+
+class EntryTexts:
+    """The entries of a table of immutable values, each written once for ``depth`` and kept per
+    value object (the object held, so its id stays its own); at most ``limit`` are kept."""
+
+    def __init__(self, depth: int, limit: int = 200_000):
+        self.depth, self.limit = depth, limit
+        self._kept: dict[int, tuple[Any, Formatted]] = {}
+
+    def of(self, entry: Any, document: Callable[[Any], Any]) -> Formatted:
+        """``entry``'s text, ``document(entry)`` written the first time."""
+        kept = self._kept.get(id(entry))
+        if kept is not None and kept[0] is entry:
+            return kept[1]
+        text = formatted(document(entry), self.depth)
+        if len(self._kept) >= self.limit:
+            self._kept.clear()
+        self._kept[id(entry)] = (entry, text)
+        return text

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from metadata import fastjson
 from metadata.data_version import DataVersion, DataVersionFormatError
 from metadata.names import is_valid_group_name
 
@@ -74,6 +75,9 @@ class SubscriptionGroupConfig:
         return config.validate()
 
 
+_ENTRY_TEXTS = fastjson.EntryTexts(depth=2)  # {"subscriptionGroupTable": {name: entry}}
+
+
 @dataclass(frozen=True)
 class SubscriptionGroupTable:
     data_version: DataVersion = DataVersion()
@@ -94,6 +98,13 @@ class SubscriptionGroupTable:
             "forbiddenTable": {},
             "subscriptionGroupTable": {n: g.to_json() for n, g in self.groups.items()},
         }
+
+    def file_document(self) -> dict[str, Any]:
+        """:meth:`to_document` for ``fastjson.dumps``, each group's entry already written (kept
+        per config object: groups are created by their first receive, and each rewrote the file)."""
+        return {"dataVersion": self.data_version.to_json(), "forbiddenTable": {},
+                "subscriptionGroupTable": {n: _ENTRY_TEXTS.of(g, SubscriptionGroupConfig.to_json)
+                                           for n, g in self.groups.items()}}
 
     @classmethod
     def from_document(cls, document: Any, where: str = "subscriptionGroup.json") -> "SubscriptionGroupTable":

@@ -28,21 +28,7 @@ MAX_QUEUE_NUMS = 1024
 TOPIC_TYPES = ("NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED")
 
 
-# id(config) -> (the config, its topics.json entry); the config held, so its id is its own
-_ENTRY_TEXTS: dict[int, tuple["TopicConfig", fastjson.Formatted]] = {}
-_ENTRY_TEXTS_MAX = 200_000
-_ENTRY_DEPTH = 2  # {"topicConfigTable": {name: entry}}
-
-
-def _entry_text(config: "TopicConfig") -> fastjson.Formatted:
-    kept = _ENTRY_TEXTS.get(id(config))
-    if kept is not None and kept[0] is config:
-        return kept[1]
-    text = fastjson.formatted(config.to_json(), _ENTRY_DEPTH)
-    if len(_ENTRY_TEXTS) >= _ENTRY_TEXTS_MAX:
-        _ENTRY_TEXTS.clear()
-    _ENTRY_TEXTS[id(config)] = (config, text)
-    return text
+_ENTRY_TEXTS = fastjson.EntryTexts(depth=2)  # {"topicConfigTable": {name: entry}}
 
 
 _ACCEPTED: dict[str, tuple[MessageType, ...]] = {"MIXED": tuple(MessageType), **{t.value: (t,) for t in MessageType}}
@@ -145,7 +131,7 @@ class TopicTable:
         """:meth:`to_document` for ``fastjson.dumps``, each topic's entry already written (kept per
         config object: a changed table shares every other config with the one before it)."""
         return {"dataVersion": self.data_version.to_json(),
-                "topicConfigTable": {n: _entry_text(c) for n, c in self.topics.items()}}
+                "topicConfigTable": {n: _ENTRY_TEXTS.of(c, TopicConfig.to_json) for n, c in self.topics.items()}}
 
     @classmethod
     def from_document(cls, document: Any, where: str = "topics.json") -> "TopicTable":

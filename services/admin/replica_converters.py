@@ -58,7 +58,7 @@ def _text_of(table: TopicTable | SubscriptionGroupTable) -> str:
     kept = _TEXTS.get(id(table))
     if kept is not None and kept[0] is table:
         return kept[1]
-    text = fastjson.dumps(table.file_document() if isinstance(table, TopicTable) else table.to_document())
+    text = fastjson.dumps(table.file_document())
     if len(_TEXTS) >= 64:
         _TEXTS.clear()
     _TEXTS[id(table)] = (table, text)

@@ -42,20 +42,20 @@ class GroupManager:
     def upsert(self, config: SubscriptionGroupConfig, now_ms: int) -> None:
         config.validate()
         self.table = self.table.with_group(config, self.table.data_version.next_version(now_ms))
-        write_document(self.path, self.table.to_document())
+        write_document(self.path, self.table.file_document())
         self._on_change()
 
     def delete(self, group: str, now_ms: int) -> bool:
         if group not in self.table.groups:
             return False
         self.table = self.table.without_group(group, self.table.data_version.next_version(now_ms))
-        write_document(self.path, self.table.to_document())
+        write_document(self.path, self.table.file_document())
         self._on_change()
         return True
 
     def adopt(self, remote: SubscriptionGroupTable, direction: SyncDirection = SyncDirection.FROM_MASTER) -> Adoption:
         decision = decide_adoption(self.table.data_version, remote.data_version, direction)
         if isinstance(decision, Adopt):
-            write_document(self.path, remote.to_document())
+            write_document(self.path, remote.file_document())
             self.table = remote
         return decision

@@ -99,3 +99,16 @@ def test_a_topic_table_writes_the_same_file_from_its_kept_entries_after_every_ch
         else:
             table = table.without_topic(f"t{step % 11}", version)
         assert fastjson.dumps(table.file_document()) == fastjson.dumps(table.to_document())
+
+
+def test_a_group_table_writes_the_same_file_from_its_kept_entries_after_every_change():
+    from metadata.data_version import DataVersion
+    from metadata.subscription_group import SubscriptionGroupConfig, SubscriptionGroupTable
+    table = SubscriptionGroupTable(groups={f"g{n}": SubscriptionGroupConfig(f"g{n}") for n in range(20)})
+    for step in range(1, 30):
+        version = DataVersion(0, step, step)
+        if step % 3:
+            table = table.with_group(SubscriptionGroupConfig(f"g{step % 7}", retry_max_times=step % 5), version)
+        else:
+            table = table.without_group(f"g{step % 11}", version)
+        assert fastjson.dumps(table.file_document()) == fastjson.dumps(table.to_document())

@@ -3,8 +3,11 @@
 Rules:
 
 * Append listeners hear ``(topic, queue id, next queue offset)`` after a queue's entries are
-  written; write listeners hear the commit log's write offset after every write, before it
-  is flushed.  A listener's exception is logged and never fails a put.
+  written, if consumers can read them now: a user topic's entries past the read limit are
+  heard by the visibility listeners when the limit rises over them (a receive woken before
+  then looked, found nothing and waited again: a wasted look per group per put on a
+  replicated master).  Write listeners hear the commit log's write offset after every
+  write, before it is flushed.  A listener's exception is logged and never fails a put.
 * With replication a read limit (the confirm offset) caps what consumers see of user topics.
   A rise of it tells the visibility listeners *which topics* it made readable
   (:class:`NewlyVisible`), so a long poll waiting on another topic sleeps on: every rise
@@ -137,9 +140,12 @@ class Notifications:
     def _notify_indexed(self, ends: list[tuple[str, int, int]], end_offset: int) -> None:
         """Queues' entries were written up to ``ends`` (topic, queue id, next queue offset) for
         records ending at ``end_offset``."""
-        if self._read_limit is not None:
+        hidden = self._read_limit is not None and end_offset > self._read_limit
+        if hidden:
             self._newly_visible.written((topic for topic, _, _ in ends), end_offset, self._read_limit)
         for topic, queue_id, end in ends:
+            if hidden and not topic.startswith(SYSTEM_TOPIC_PREFIX):
+                continue  # readable once the limit rises over it: the visibility listeners hear it then
             for listener in self._listeners:
                 try:
                     listener(topic, queue_id, end)

@@ -112,3 +112,22 @@ def test_a_long_poll_sleeps_through_a_rise_for_another_topic():
         notifier.wake_visible(None)
         return woken, on_a.event.is_set()
     assert asyncio.run(go()) == ((False, True), True)
+
+
+def test_an_append_past_the_read_limit_is_heard_when_the_limit_rises_over_it(tmp_path):
+    store = MessageStore(StoreConfig(tmp_path), lambda: 1_700_000_000_000)
+    store.start()
+    appended, visible = [], []
+    store.add_append_listener(lambda topic, queue_id, end: appended.append(topic))
+    store.add_visibility_listener(visible.append)
+    try:
+        _put(store, "A")
+        assert appended == ["A"]  # no limit: readable at once
+        store.set_read_limit(store.commit_log_max_offset)
+        end = _put(store, "B")
+        _put(store, "rmq_sys_REVIVE_LOG")  # a system topic is never capped
+        assert appended == ["A", "rmq_sys_REVIVE_LOG"] and visible == []
+        store.set_read_limit(end)
+        assert visible == [frozenset({"B"})]
+    finally:
+        store.shutdown()

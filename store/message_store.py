@@ -267,7 +267,7 @@ class MessageStore(Reader, Notifications):
         self._indexed_offset = max(self._indexed_offset, end_offset)
         for topic, queue_id, end in ends:
             self._next_queue_offset[(topic, queue_id)] = max(self._next_queue_offset.get((topic, queue_id), 0), end)
-        self._notify_indexed(ends, end_offset)
+        self._notify_indexed(ends, end_offset, runs)
 
     def _on_flushed(self, flushed: int, error: BaseException | None, generation: int | None = None) -> None:
         """Event loop: index what became durable and resolve the waiters it covers.  A pass begun

@@ -3,8 +3,8 @@
 Rules:
 
 * Append listeners hear ``(topic, queue id, next queue offset)`` after a queue's entries are
-  written, if consumers can read them now: a user topic's entries past the read limit are
-  heard by the visibility listeners when the limit rises over them (a receive woken before
+  written, if consumers can read any of them now: a put of user topics wholly past the read
+  limit is heard by the visibility listeners when the limit rises over it (a receive woken before
   then looked, found nothing and waited again: a wasted look per group per put on a
   replicated master).  Write listeners hear the commit log's write offset after every
   write, before it is flushed.  A listener's exception is logged and never fails a put.
@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 from metadata.names import SYSTEM_TOPIC_PREFIX
+from store.cq_entry import ENTRY
 
 log = logging.getLogger(__name__)
 
@@ -137,12 +138,15 @@ class Notifications:
             except Exception:  # a listener's bug must not fail replication
                 log.exception("visibility listener failed")
 
-    def _notify_indexed(self, ends: list[tuple[str, int, int]], end_offset: int) -> None:
+    def _notify_indexed(self, ends: list[tuple[str, int, int]], end_offset: int,
+                        runs: Sequence[tuple[str, int, int, bytes]]) -> None:
         """Queues' entries were written up to ``ends`` (topic, queue id, next queue offset) for
-        records ending at ``end_offset``."""
-        hidden = self._read_limit is not None and end_offset > self._read_limit
-        if hidden:
-            self._newly_visible.written((topic for topic, _, _ in ends), end_offset, self._read_limit)
+        records ending at ``end_offset``; ``runs``: the entries (store.held_entries)."""
+        limit = self._read_limit
+        # none of the put readable yet: even its first record ends past the limit
+        hidden = limit is not None and _first_end(runs, end_offset) > limit
+        if limit is not None and end_offset > limit:
+            self._newly_visible.written((topic for topic, _, _ in ends), end_offset, limit)
         for topic, queue_id, end in ends:
             if hidden and not topic.startswith(SYSTEM_TOPIC_PREFIX):
                 continue  # readable once the limit rises over it: the visibility listeners hear it then
@@ -158,3 +162,13 @@ class Notifications:
                 listener(write_offset)
             except Exception:  # a listener's bug must not fail a put
                 log.exception("write listener failed")
+
+
+def _first_end(runs: Sequence[tuple[str, int, int, bytes]], end_offset: int) -> int:
+    """Where the first record of a put's ``runs`` ends (``end_offset`` if only holes say)."""
+    first = end_offset
+    for _, _, _, entries in runs:
+        commit_offset, size, _ = ENTRY.unpack_from(entries)
+        if size > 0:
+            first = min(first, commit_offset + size)
+    return first

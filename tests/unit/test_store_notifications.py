@@ -131,3 +131,27 @@ def test_an_append_past_the_read_limit_is_heard_when_the_limit_rises_over_it(tmp
         assert visible == [frozenset({"B"})]
     finally:
         store.shutdown()
+
+
+def test_a_put_partly_readable_is_heard_at_once(tmp_path):
+    """A put whose first record the limit already covers wakes its receives now (they can read
+    that much); the rest is named again when the limit rises over it."""
+    store = MessageStore(StoreConfig(tmp_path), lambda: 1_700_000_000_000)
+    store.start()
+    appended, visible = [], []
+    store.add_append_listener(lambda topic, queue_id, end: appended.append(topic))
+    store.add_visibility_listener(visible.append)
+    try:
+        before = store.commit_log_max_offset
+        size = _put(store, "A") - before  # one record's size
+        start = store.commit_log_max_offset
+        store.set_read_limit(start + size)  # covers the first record of the next put only
+
+        async def two():
+            await store.put([MessageDraft("B", 0, b"x" * 50, 7, "h:1", {Prop.MESSAGE_ID: f"b-{n}"}, {}) for n in range(2)])
+        asyncio.run(two())
+        assert appended == ["A", "B"] and store.commit_log_max_offset == start + 2 * size
+        store.set_read_limit(start + 2 * size)
+        assert visible == [frozenset({"B"})]
+    finally:
+        store.shutdown()

@@ -12,7 +12,9 @@ was written in until 2026-11-29; then the same for a timer index of as many pend
 messages; then topics.json of ``--topics`` topics, which stays in the dialect (RocketMQ reads
 it): a master writes it on every topic change and serves it to every slave's metadata sync
 every 10 s: each entry written again ("topics.json"), and, as the broker writes it, from the
-entries kept from the last write ("kept entries": one topic more than the last).  Wall time on this thread (the loop's), best of ``--rounds``.
+entries kept from the last write ("kept entries": one topic more than the last); then
+``--create`` topics created one by one through a broker's TopicManager (each writes
+topics.json, fsynced, to a temporary config folder): wall and CPU seconds in all.  Wall time on this thread (the loop's), best of ``--rounds``.
 
     .venv/bin/python bench/bench_state_snapshot.py
     .venv/bin/python bench/bench_state_snapshot.py --in-flight 1000 20000 --queues 8 --rounds 3
@@ -73,6 +75,7 @@ def main() -> None:
     parser.add_argument("--queues", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--topics", type=int, nargs="+", default=[1_000, 10_000])
+    parser.add_argument("--create", type=int, default=2_000, help="topics created one by one (0: none)")
     args = parser.parse_args()
     pop_path, timer_path = Path("popState.json"), Path("timerCheckpoint.json")
     print(f"# bench_state_snapshot: {' '.join(sys.argv[1:]) or '(defaults)'}; python {sys.version.split()[0]}; "
@@ -99,6 +102,21 @@ def main() -> None:
               f"{best_ms(lambda: document_text(Path('topics.json'), document), args.rounds):>11.1f} "
               f"{best_ms(lambda: document_text(Path('topics.json'), changed.file_document()), args.rounds):>13.1f}",
               flush=True)
+    if args.create:
+        print(f"{args.create:,} topics created one by one: {_create_topics(args.create)}", flush=True)
+
+
+def _create_topics(count: int) -> str:
+    import tempfile
+
+    from services.broker.config import BrokerConfig
+    from services.broker.topics import TopicManager
+    with tempfile.TemporaryDirectory(prefix="bench-topics-") as folder:
+        manager = TopicManager(BrokerConfig(), Path(folder))
+        wall, cpu = time.perf_counter(), time.process_time()
+        for number in range(count):
+            manager.upsert(TopicConfig(f"topic-{number}"), NOW_MS + number)
+        return f"{time.perf_counter() - wall:.1f} s, {time.process_time() - cpu:.1f} s of CPU"
 
 
 if __name__ == "__main__":

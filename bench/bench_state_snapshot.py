@@ -14,7 +14,9 @@ it): a master writes it on every topic change and serves it to every slave's met
 every 10 s: each entry written again ("topics.json"), and, as the broker writes it, from the
 entries kept from the last write ("kept entries": one topic more than the last); then
 ``--create`` topics created one by one through a broker's TopicManager (each writes
-topics.json, fsynced, to a temporary config folder): wall and CPU seconds in all.  Wall time on this thread (the loop's), best of ``--rounds``.
+topics.json, fsynced, to a temporary config folder): wall and CPU seconds in all; then the
+timer checkpoint of as many pending messages as the largest pop table on the wire
+(GetReplicaMetadata, every slave every 10 s): the master's reply and the slave's parse.  Wall time on this thread (the loop's), best of ``--rounds``.
 
     .venv/bin/python bench/bench_state_snapshot.py
     .venv/bin/python bench/bench_state_snapshot.py --in-flight 1000 20000 --queues 8 --rounds 3
@@ -104,6 +106,23 @@ def main() -> None:
               flush=True)
     if args.create:
         print(f"{args.create:,} topics created one by one: {_create_topics(args.create)}", flush=True)
+    _replica_sync(max(args.in_flight) * args.queues, args.rounds)
+
+
+def _replica_sync(pending: int, rounds: int) -> None:
+    from metadata.consumer_offsets import ConsumerOffsetTable
+    from metadata.data_version import DataVersion
+    from metadata.replica_metadata import ReplicaMetadata, VersionedDocument
+    from metadata.subscription_group import SubscriptionGroupTable
+    from services.admin.replica_converters import replica_metadata_from_proto, replica_metadata_to_proto
+    index = timer_index(pending)
+    metadata = ReplicaMetadata("broker-a", 0, "MASTER", TopicTable(), SubscriptionGroupTable(), ConsumerOffsetTable(),
+                               VersionedDocument(DataVersion(0, 1, 1), index.to_document()))
+    reply = replica_metadata_to_proto(metadata)
+    print(f"timer checkpoint of {pending:,} pending on the wire: the master's reply "
+          f"{best_ms(lambda: replica_metadata_to_proto(metadata), rounds):.1f} ms, the slave's parse "
+          f"{best_ms(lambda: replica_metadata_from_proto(reply), rounds):.1f} ms "
+          f"({len(reply.timer_checkpoint.document) / 1e6:.1f} MB)", flush=True)
 
 
 def _create_topics(count: int) -> str:

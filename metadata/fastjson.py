@@ -35,7 +35,15 @@ _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _BARE_KEY = re.compile(r"-?\d+")
 _WS = " \t\r\n"
 # a whole string (stepped over), or a bare integer key after "{" or "," (quoted)
-_LONG_DIGITS = re.compile(r"\d{19}")  # an integer orjson may turn into a float: the scanner keeps it exact
+# a run of 19 digits may be an integer orjson turns into a float (past 64 bits): the scanner
+# keeps it exact.  Looked for in the UTF-8 bytes with every digit made a 9 (C, ~memory speed):
+# a regular expression took 945 ms over a 26 MB timer checkpoint
+_DIGITS_TO_NINES = bytes.maketrans(b"012345678", b"999999999")
+_LONG_DIGITS = b"9" * 19
+
+
+def _has_long_digits(text: str) -> bool:
+    return _LONG_DIGITS in text.encode("utf-8", "surrogatepass").translate(_DIGITS_TO_NINES)
 _STRING_OR_BARE_KEY = re.compile(r'"(?:[^"\\]|\\.)*"|([{,]\s*)(-?\d+)(?=\s*:)')
 
 
@@ -145,7 +153,7 @@ def loads(text: str | bytes) -> Any:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise FastJsonError(f"not UTF-8 (byte {exc.start})") from None
-    if not _LONG_DIGITS.search(text):
+    if not _has_long_digits(text):
         try:  # strict JSON (RelayMQ's own state files) as it is: no pass over its strings
             return orjson.loads(text)
         except orjson.JSONDecodeError:

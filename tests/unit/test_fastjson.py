@@ -65,6 +65,7 @@ def test_strict_json_reads_the_same_through_both_paths(document):
     ('{"x\\"{2:":[1,2],-3:{}}', {'x"{2:': [1, 2], "-3": {}}),
     ("{\n\t0:37960,\n\t1:12\n}", {"0": 37960, "1": 12}),
     ('{"big":123456789012345678901234567890}', {"big": 123456789012345678901234567890}),  # past orjson: the scanner
+    ('{"é😀":[99999999999999999999]}', {"é😀": [99999999999999999999]}),  # found after multi-byte text
 ])
 def test_known_shapes(text, expected):
     assert fastjson.loads(text) == expected

@@ -60,6 +60,8 @@ def main() -> None:
     parser.add_argument("--queues", type=int, nargs="+", default=[8, 1_000, 8_000])
     parser.add_argument("--batches", type=int, default=300)
     args = parser.parse_args()
+    if args.batches < 1 or min(args.queues) < 1:
+        parser.error("--queues and --batches must be positive")
     print(f"# bench_replication_index: {' '.join(sys.argv[1:]) or '(defaults)'}; python {sys.version.split()[0]}; "
           f"{args.batches} batches of one 1 KiB record; us of the loop thread's CPU per batch")
     print(f"{'queues':>8} {'ASYNC_FLUSH':>12} {'SYNC_FLUSH':>11}")

@@ -79,6 +79,8 @@ def main() -> None:
     parser.add_argument("--topics", type=int, nargs="+", default=[1_000, 10_000])
     parser.add_argument("--create", type=int, default=2_000, help="topics created one by one (0: none)")
     args = parser.parse_args()
+    if (args.rounds < 1 or args.queues < 1 or args.create < 0 or min(args.in_flight) < 1 or min(args.topics) < 1):
+        parser.error("--rounds, --queues, --in-flight and --topics must be positive, --create not negative")
     pop_path, timer_path = Path("popState.json"), Path("timerCheckpoint.json")
     print(f"# bench_state_snapshot: {' '.join(sys.argv[1:]) or '(defaults)'}; python {sys.version.split()[0]}; "
           f"{args.queues} queues; best of {args.rounds}; ms of the event loop per snapshot")

@@ -81,6 +81,10 @@ class AppendNotifier:
             if not keys:
                 del self._waiters[topic]
 
+    def waiting(self, topic: str) -> int:
+        """How many receives wait for ``topic`` now."""
+        return sum(len(waiters) for waiters in self._waiters.get(topic, {}).values())
+
     def on_append(self, topic: str, queue_id: int, max_offset: int) -> None:
         if self._loop is not None and threading.get_ident() != self._loop_thread:
             self._loop.call_soon_threadsafe(self.wake_topic, topic, queue_id)

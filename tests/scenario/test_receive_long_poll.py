@@ -161,6 +161,21 @@ def test_receivable_is_what_a_receive_of_the_group_could_take_now(tmp_path):
     run(scenario())
 
 
+async def _until(condition, what: str, timeout_s: float = 2.0) -> None:
+    """Yield to the loop until ``condition()`` holds (a failure names ``what``)."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not condition():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"never happened: {what}")
+        await asyncio.sleep(0.002)
+
+
+async def _settle() -> None:
+    """Let every callback and task already scheduled run (loop passes, no clock)."""
+    for _ in range(50):
+        await asyncio.sleep(0)
+
+
 def _looks(broker) -> list:
     """Counts the receives' looks (one planner pass each)."""
     calls, plan = [], broker.pop.planner.plan
@@ -178,10 +193,11 @@ def test_an_append_wakes_one_waiting_receive_per_group_not_all_of_them(tmp_path)
         broker = await _with_topic(harness)
         waiting = [asyncio.ensure_future(broker.receive(request(harness, group=group, yields=False)))
                    for group in ["G"] * 6 + ["H"] * 3]
-        await asyncio.sleep(0.05)
+        await _until(lambda: broker.notifier.waiting("T") == 9, "nine receives waiting")
         looks = _looks(broker)
         await harness.send("T", b"one")
-        await asyncio.sleep(0.1)
+        await _until(lambda: sum(task.done() for task in waiting) == 2 and len(looks) >= 4, "both groups served")
+        await _settle()
         done = [task for task in waiting if task.done()]
         assert sorted((task.result()[0].message.body, group) for task, group in
                       zip(waiting, ["G"] * 6 + ["H"] * 3) if task.done()) == [(b"one", "G"), (b"one", "H")]
@@ -201,14 +217,14 @@ def test_more_than_one_receive_takes_reaches_the_next_waiter_at_once(tmp_path):
         harness = Harness(tmp_path)
         broker = await _with_topic(harness, queues=1)
         waiting = [asyncio.ensure_future(broker.receive(request(harness, batch=4, yields=False))) for _ in range(4)]
-        await asyncio.sleep(0.05)
+        await _until(lambda: broker.notifier.waiting("T") == 4, "four receives waiting")
         items = [SendItem.of(MessageDraft("T", -1, str(index).encode(), harness.clock.now_ms(),
                                           properties={Prop.MESSAGE_ID: f"BATCH{index:04d}"}), MessageType.NORMAL)
                  for index in range(10)]
         await broker.send(items)
         delivered = await asyncio.wait_for(asyncio.gather(*waiting[:3]), 2)  # not the 10 s long poll
         assert sorted(int(d.message.body) for batch in delivered for d in batch) == list(range(10))
-        await asyncio.sleep(0.05)
+        await _until(lambda: broker.notifier.waiting("T") == 1, "the fourth waiting again")
         assert not waiting[3].done()
         waiting[3].cancel()
         await asyncio.gather(waiting[3], return_exceptions=True)
@@ -221,9 +237,9 @@ def test_a_woken_receive_that_goes_away_before_looking_passes_the_wake_on(tmp_pa
         harness = Harness(tmp_path, FlushDiskType.ASYNC_FLUSH)  # the send answers before the woken one runs
         broker = await _with_topic(harness)
         first = asyncio.ensure_future(broker.receive(request(harness, yields=False)))
-        await asyncio.sleep(0.05)
+        await _until(lambda: broker.notifier.waiting("T") == 1, "the first waiting")
         second = asyncio.ensure_future(broker.receive(request(harness, yields=False)))
-        await asyncio.sleep(0.05)
+        await _until(lambda: broker.notifier.waiting("T") == 2, "the second waiting")
         await harness.send("T", b"kept")  # wakes the longest waiting: the first
         first.cancel()  # its client went away before it looked
         await asyncio.gather(first, return_exceptions=True)

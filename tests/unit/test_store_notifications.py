@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from metadata.message import MessageDraft, Prop
@@ -15,6 +16,18 @@ from store.notifications import NewlyVisible
 TOPICS = ("A", "B", "C", "rmq_sys_REVIVE_LOG")
 
 
+@pytest.fixture
+def listened(tmp_path):
+    """A store on disk, and what its append and visibility listeners heard (topics)."""
+    store = MessageStore(StoreConfig(tmp_path), lambda: 1_700_000_000_000)
+    store.start()
+    appended, visible = [], []
+    store.add_append_listener(lambda topic, queue_id, end: appended.append(topic))
+    store.add_visibility_listener(visible.append)
+    yield store, appended, visible
+    store.shutdown()
+
+
 def _put(store: MessageStore, topic: str, count: int = 1) -> int:
     async def go():
         for number in range(count):
@@ -23,46 +36,34 @@ def _put(store: MessageStore, topic: str, count: int = 1) -> int:
     return store.commit_log_max_offset
 
 
-def test_a_rise_names_the_topics_whose_records_it_made_readable(tmp_path):
-    store = MessageStore(StoreConfig(tmp_path), lambda: 1_700_000_000_000)
-    store.start()
-    heard: list = []
-    store.add_visibility_listener(heard.append)
-    try:
-        store.set_read_limit(store.commit_log_max_offset)
-        end_a = _put(store, "A", 3)
-        end_b = _put(store, "B")
-        _put(store, "rmq_sys_REVIVE_LOG")  # never capped: its appends wake its waiters
-        store.set_read_limit(end_a)
-        store.set_read_limit(end_a)  # no rise: nothing said
-        store.set_read_limit(end_b)
-        end_c = _put(store, "C")
-        store.set_read_limit(end_c + 1_000)
-        assert heard == [frozenset({"A"}), frozenset({"B"}), frozenset({"C"})]
-        store.set_read_limit(None)  # lifted: every topic
-        assert heard[-1] is None
-    finally:
-        store.shutdown()
+def test_a_rise_names_the_topics_whose_records_it_made_readable(listened):
+    store, appended, visible = listened
+    store.set_read_limit(store.commit_log_max_offset)
+    end_a = _put(store, "A", 3)
+    end_b = _put(store, "B")
+    _put(store, "rmq_sys_REVIVE_LOG")  # never capped: its appends wake its waiters
+    store.set_read_limit(end_a)
+    store.set_read_limit(end_a)  # no rise: nothing said
+    store.set_read_limit(end_b)
+    end_c = _put(store, "C")
+    store.set_read_limit(end_c + 1_000)
+    assert visible == [frozenset({"A"}), frozenset({"B"}), frozenset({"C"})]
+    store.set_read_limit(None)  # lifted: every topic
+    assert visible[-1] is None
 
 
-def test_records_hidden_by_a_new_limit_make_the_next_rise_name_every_topic(tmp_path):
+def test_records_hidden_by_a_new_limit_make_the_next_rise_name_every_topic(listened):
     """A master that gains a replica sets a limit below records consumers could read: their
     topics were never noted as unreadable, so the rise past them wakes everyone."""
-    store = MessageStore(StoreConfig(tmp_path), lambda: 1_700_000_000_000)
-    store.start()
-    heard: list = []
-    store.add_visibility_listener(heard.append)
-    try:
-        middle = _put(store, "A")
-        end = _put(store, "B")
-        store.set_read_limit(middle)
-        store.set_read_limit(end)
-        assert heard == [None]
-        later = _put(store, "C")
-        store.set_read_limit(later)
-        assert heard == [None, frozenset({"C"})]
-    finally:
-        store.shutdown()
+    store, appended, visible = listened
+    middle = _put(store, "A")
+    end = _put(store, "B")
+    store.set_read_limit(middle)
+    store.set_read_limit(end)
+    assert visible == [None]
+    later = _put(store, "C")
+    store.set_read_limit(later)
+    assert visible == [None, frozenset({"C"})]
 
 
 @settings(max_examples=300, deadline=None)
@@ -114,44 +115,30 @@ def test_a_long_poll_sleeps_through_a_rise_for_another_topic():
     assert asyncio.run(go()) == ((False, True), True)
 
 
-def test_an_append_past_the_read_limit_is_heard_when_the_limit_rises_over_it(tmp_path):
-    store = MessageStore(StoreConfig(tmp_path), lambda: 1_700_000_000_000)
-    store.start()
-    appended, visible = [], []
-    store.add_append_listener(lambda topic, queue_id, end: appended.append(topic))
-    store.add_visibility_listener(visible.append)
-    try:
-        _put(store, "A")
-        assert appended == ["A"]  # no limit: readable at once
-        store.set_read_limit(store.commit_log_max_offset)
-        end = _put(store, "B")
-        _put(store, "rmq_sys_REVIVE_LOG")  # a system topic is never capped
-        assert appended == ["A", "rmq_sys_REVIVE_LOG"] and visible == []
-        store.set_read_limit(end)
-        assert visible == [frozenset({"B"})]
-    finally:
-        store.shutdown()
+def test_an_append_past_the_read_limit_is_heard_when_the_limit_rises_over_it(listened):
+    store, appended, visible = listened
+    _put(store, "A")
+    assert appended == ["A"]  # no limit: readable at once
+    store.set_read_limit(store.commit_log_max_offset)
+    end = _put(store, "B")
+    _put(store, "rmq_sys_REVIVE_LOG")  # a system topic is never capped
+    assert appended == ["A", "rmq_sys_REVIVE_LOG"] and visible == []
+    store.set_read_limit(end)
+    assert visible == [frozenset({"B"})]
 
 
-def test_a_put_partly_readable_is_heard_at_once(tmp_path):
+def test_a_put_partly_readable_is_heard_at_once(listened):
     """A put whose first record the limit already covers wakes its receives now (they can read
     that much); the rest is named again when the limit rises over it."""
-    store = MessageStore(StoreConfig(tmp_path), lambda: 1_700_000_000_000)
-    store.start()
-    appended, visible = [], []
-    store.add_append_listener(lambda topic, queue_id, end: appended.append(topic))
-    store.add_visibility_listener(visible.append)
-    try:
-        before = store.commit_log_max_offset
-        size = _put(store, "A") - before  # one record's size
-        start = store.commit_log_max_offset
-        store.set_read_limit(start + size)  # covers the first record of the next put only
+    store, appended, visible = listened
+    before = store.commit_log_max_offset
+    size = _put(store, "A") - before  # one record's size
+    start = store.commit_log_max_offset
+    store.set_read_limit(start + size)  # covers the first record of the next put only
 
-        async def two():
-            await store.put([MessageDraft("B", 0, b"x" * 50, 7, "h:1", {Prop.MESSAGE_ID: f"b-{n}"}, {}) for n in range(2)])
-        asyncio.run(two())
-        assert appended == ["A", "B"] and store.commit_log_max_offset == start + 2 * size
-        store.set_read_limit(start + 2 * size)
-        assert visible == [frozenset({"B"})]
-    finally:
-        store.shutdown()
+    async def two():
+        await store.put([MessageDraft("B", 0, b"x" * 50, 7, "h:1", {Prop.MESSAGE_ID: f"b-{n}"}, {}) for n in range(2)])
+    asyncio.run(two())
+    assert appended == ["A", "B"] and store.commit_log_max_offset == start + 2 * size
+    store.set_read_limit(start + 2 * size)
+    assert visible == [frozenset({"B"})]

@@ -10,11 +10,14 @@ their own fdatasync spend a third more CPU per message than with ASYNC_FLUSH
 
 * The first put of a group opens a *window*: the fdatasync waits ``window_s``
   (``groupCommitWindowMicros``) for more puts to share it, then syncs them all.
-* Only while puts come together: a window that gathered nothing but its first put was a
-  wait for nothing (one producer, one send at a time), so the next ``SKIP_AFTER_EMPTY``
-  groups sync at once, twice as many after each further wait for nothing, up to
-  ``SKIP_MOST``; a group that finds two or more puts there shows company again, and the
-  next group waits.  A lone producer soon pays ``window_s`` once in ``SKIP_MOST`` sends.
+* Only while enough puts come together: a window that gathered fewer than ``MIN_COMPANY``
+  puts was a wait for too little (one or two producers, each with one send at a time), so
+  the next ``SKIP_AFTER_EMPTY`` groups sync at once, twice as many after each further such
+  wait, up to ``SKIP_MOST``; a group that finds ``MIN_COMPANY`` or more puts there shows
+  company again, and the next group waits.  A lone producer soon pays ``window_s`` once in
+  ``SKIP_MOST`` sends.  Two producers lose more by waiting for each other (their syncs no
+  longer overlap their round trips) than they save in syncs: 530-580 msg/s when their
+  groups waited, 1,530-1,980 syncing at once (docs/performance.md).
 
 *Where*:
 
@@ -31,22 +34,24 @@ FAST_S = 0.002
 FAST_IN_A_ROW = 8
 SKIP_AFTER_EMPTY = 16
 SKIP_MOST = 1024
+MIN_COMPANY = 3
 
 
 class GroupCommit:
     def __init__(self, *, window_s: float, on_loop: bool = True, fast_s: float = FAST_S,
                  fast_in_a_row: int = FAST_IN_A_ROW, skip_after_empty: int = SKIP_AFTER_EMPTY,
-                 skip_most: int = SKIP_MOST):
+                 skip_most: int = SKIP_MOST, min_company: int = MIN_COMPANY):
         self._window_s = window_s
         self._allowed = on_loop
         self._fast_s = fast_s
         self._needed = fast_in_a_row
         self._skip_after_empty = skip_after_empty
         self._skip_most = skip_most
+        self._min_company = min_company
         self._backoff = skip_after_empty  # groups to skip after the next wait for nothing
         self.inline = False   # the next sync runs on the event loop
         self._fast = 0        # thread syncs in a row of at most fast_s
-        self._skip = 0        # groups still to sync at once after a window that gathered one put
+        self._skip = 0        # groups still to sync at once after a window that gathered too few
 
     @property
     def window_s(self) -> float:
@@ -55,10 +60,10 @@ class GroupCommit:
 
     def observe_window(self, puts: int, waited: bool) -> None:
         """A group ended with ``puts`` puts in it; it waited its window or synced at once."""
-        if waited and puts < 2:
+        if waited and puts < self._min_company:
             self._skip = self._backoff
             self._backoff = min(2 * self._backoff, self._skip_most)
-        elif puts >= 2:
+        elif puts >= self._min_company:
             self._skip, self._backoff = 0, self._skip_after_empty
         elif self._skip:
             self._skip -= 1

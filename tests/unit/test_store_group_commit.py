@@ -1,8 +1,8 @@
 """SYNC_FLUSH group commits (store/group_commit.py, store/flush.py): when they sync, and where.
 
 The policy by tables; then the store driving it, with its real files: concurrent puts share
-one fdatasync, a window gathers puts that arrive apart, a lone producer soon stops waiting,
-and the loop syncs only while the disk is fast."""
+one fdatasync, a window gathers puts that arrive apart, a lone producer and two producers
+soon stop waiting, and the loop syncs only while the disk is fast."""
 from __future__ import annotations
 
 import asyncio
@@ -73,7 +73,20 @@ def windows(commit: GroupCommit, groups: list[int]) -> list[bool]:
     ([1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1], [True, False, False, True, False, False, False, False, True, True, False, False]),
 ])
 def test_a_group_waits_for_company_only_while_puts_come_together(groups, expected):
-    assert windows(GroupCommit(window_s=0.002, skip_after_empty=2, skip_most=6), groups) == expected
+    assert windows(GroupCommit(window_s=0.002, skip_after_empty=2, skip_most=6, min_company=2), groups) == expected
+
+
+@pytest.mark.parametrize("groups, expected", [
+    # three or more together keep waiting
+    ([3, 5, 3, 3], [True] * 4),
+    # two producers: a window that gathered two was too little; the next 2 sync at once
+    ([2, 2, 2, 2, 2, 2, 2, 2, 2], [True, False, False, True, False, False, False, False, True]),
+    # two in one pass of the loop are not company; three are, and the next group waits
+    ([2, 2, 2, 3, 3], [True, False, False, True, True]),
+    ([2, 1, 3, 3], [True, False, False, True]),
+])
+def test_two_producers_are_too_few_to_wait_for(groups, expected):
+    assert windows(GroupCommit(window_s=0.002, skip_after_empty=2, skip_most=6, min_company=3), groups) == expected
 
 
 def test_with_no_window_no_group_waits():
@@ -131,6 +144,24 @@ def test_a_lone_producer_soon_stops_waiting(tmp_path):
         store._flush._group.observe_window = lambda puts, waited: (groups.append(waited), real(puts, waited))[1]
         await put_each(store, [draft(i) for i in range(50)])
         assert [i for i, waited in enumerate(groups) if waited] == [0, 17] and len(groups) == 50
+        store.shutdown()
+    run(scenario())
+
+
+def test_two_producers_sync_at_once_after_the_first_window(tmp_path):
+    """Two sends at a time (store.group_commit.MIN_COMPANY): the first group waits its window
+    and gathers both; the next 16 sync at once, then one waits again."""
+    async def scenario():
+        store = make(tmp_path, group_commit_window_us=20_000)
+        store.start()
+        groups = []
+        real = store._flush._group.observe_window
+        store._flush._group.observe_window = lambda puts, waited: (groups.append((puts, waited)), real(puts, waited))[1]
+        for i in range(0, 60, 2):
+            stored = await asyncio.gather(store.put([draft(i)]), store.put([draft(i + 1)]))
+            assert [s[0].queue_offset for s in stored] == [i, i + 1]
+        assert [i for i, (_, waited) in enumerate(groups) if waited] == [0, 17]
+        assert groups[0] == (2, True) and len(groups) == 30
         store.shutdown()
     run(scenario())
 

@@ -7,7 +7,12 @@ gets that many messages popped, then is acked in batches of 32 from the newest d
 (the oldest stay in flight), then 32 more are popped at a time: the table's CPU per message.
 The reference is the smallest count of the same run: the rows should stay near it.
 
+``--revive`` adds the revive's look for expired messages (``PopTable.expired``, every
+``reviveInterval``) with that many in flight over 8 queues, received 32 at a time, none of them
+expired yet, then with 32 expired: its CPU per look, which should not grow with the count.
+
     .venv/bin/python bench/bench_pop_table.py
+    .venv/bin/python bench/bench_pop_table.py --revive --in-flight 1000 20000 160000
 
 Benchmarks print; they never fail on timing.
 """
@@ -51,13 +56,44 @@ def measure(in_flight: int, rounds: int) -> tuple[float, float]:
     return min(acks), min(pops)
 
 
+def revive_look(in_flight: int, rounds: int) -> tuple[float, float]:
+    """(us per look with nothing expired, us per look finding 32) with ``in_flight`` over 8 queues."""
+    table, seq = PopTable(), 1
+    for queue in range(8):
+        key = QueueKey("group", "topic", queue)
+        for first in range(0, in_flight // 8, BATCH):
+            entries = tuple(InFlight(o, seq + o, 1, 60_000 + first, 16, o * 1100) for o in range(first, first + BATCH))
+            table.apply(PopRecord(key, first, first + BATCH, entries))
+        seq += in_flight
+    idle, busy = [], []
+    for _ in range(rounds):
+        began = time.thread_time()
+        for _ in range(100):
+            assert table.expired(59_999, 256) == []
+        idle.append((time.thread_time() - began) / 100 * 1e6)
+        began = time.thread_time()
+        for _ in range(100):
+            assert len(table.expired(60_000, 256)) == 8 * BATCH
+        busy.append((time.thread_time() - began) / 100 * 1e6)
+    return min(idle), min(busy)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--in-flight", type=int, nargs="+", default=[128, 1000, 5000, 20000])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--revive", action="store_true", help="the revive's look for expired messages instead")
     args = parser.parse_args()
     if args.rounds < 1 or min(args.in_flight) < 2 * BATCH:
         parser.error(f"--rounds at least 1, --in-flight at least {2 * BATCH}")
+    if args.revive:
+        print(f"# bench_pop_table: {' '.join(sys.argv)}; 8 queues, received {BATCH} at a time, best of {args.rounds}, "
+              f"the thread's CPU per look (us)")
+        print(f"{'in flight':>10}{'none expired':>14}{f'{8 * BATCH} expired':>14}")
+        for count in sorted(args.in_flight):
+            idle, busy = revive_look(count, args.rounds)
+            print(f"{count:>10}{idle:>14.1f}{busy:>14.1f}")
+        return 0
     print(f"# bench_pop_table: {' '.join(sys.argv)}; one queue, batches of {BATCH}, best of {args.rounds}, "
           f"the thread's CPU per message (us); the first row is the reference")
     print(f"{'in flight':>10}{'ack us/msg':>12}{'pop us/msg':>12}{'ack / ref':>11}{'pop / ref':>11}")

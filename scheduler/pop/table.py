@@ -27,6 +27,7 @@ from enum import Enum
 from typing import Any, Iterator, Sequence
 
 from metadata.frozen_values import quick_init
+from scheduler.pop.expiry import ExpiryIndex
 from scheduler.pop.receipt import ReceiptHandle
 from scheduler.pop.records import (AckRecord, ChangeRecord, InFlight, PopRecord, QueueKey, Record, ResetRecord,
                                    SkipRecord, in_flight_json)
@@ -98,6 +99,16 @@ class PopTable:
     def __init__(self) -> None:
         self.queues: dict[QueueKey, QueueState] = {}
         self.last_seq = 0
+        self.expiry = ExpiryIndex(self._in_flight_as, self._every_in_flight)
+
+    def _in_flight_as(self, key: QueueKey, entry: InFlight) -> bool:
+        state = self.queues.get(key)
+        return state is not None and state.inflight.get(entry.offset) is entry
+
+    def _every_in_flight(self) -> Iterator[tuple[QueueKey, InFlight]]:
+        for key, state in self.queues.items():
+            for entry in state.inflight.values():
+                yield key, entry
 
     def next_seq(self, now_ms: int) -> int:
         self.last_seq = max(self.last_seq + 1, now_ms * 1000)
@@ -162,14 +173,17 @@ class PopTable:
         if isinstance(record, PopRecord):
             self.last_seq = max([self.last_seq] + [e.seq for e in record.entries])
             state = self.ensure(record.key, record.from_offset)
-            return state, self._apply_pop(state, record)
+            moved = self._apply_pop(state, record)
+            self.expiry.add(record.key, record.entries)  # those not kept in flight drop out when due
+            return state, moved
         if isinstance(record, ChangeRecord):
             self.last_seq = max(self.last_seq, record.seq)
             state = self.queues.get(record.key)
             entry = state.inflight.get(record.offset) if state else None
             if entry is not None and entry.seq < record.seq:
                 # a change keeps the attempt: the next delivery counts it
-                state.inflight[record.offset] = replace(entry, seq=record.seq, deadline_ms=record.deadline_ms)
+                changed = state.inflight[record.offset] = replace(entry, seq=record.seq, deadline_ms=record.deadline_ms)
+                self.expiry.add(record.key, (changed,))
             return None, False
         if isinstance(record, SkipRecord):
             return self._apply_skip(record)
@@ -219,14 +233,9 @@ class PopTable:
         return state.advance_commit()
 
     def expired(self, now_ms: int, limit: int) -> list[tuple[QueueKey, InFlight]]:
-        found = []
-        for key, state in self.queues.items():
-            for entry in state.inflight.values():
-                if not entry.fifo and entry.deadline_ms <= now_ms:
-                    found.append((key, entry))
-                    if len(found) >= limit:
-                        return found
-        return found
+        """Non-FIFO in-flight entries past their deadline, earliest first, at most ``limit``
+        (scheduler.pop.expiry: O(expired), not O(in flight))."""
+        return self.expiry.due(now_ms, limit)
 
     def items(self) -> Iterator[tuple[QueueKey, QueueState]]:
         return iter(list(self.queues.items()))
@@ -257,5 +266,6 @@ class PopTable:
                 state.inflight[entry.offset] = entry
             state.check()
             table.queues[QueueKey(str(row["g"]), str(row["t"]), int(row["q"]))] = state
+        table.expiry.rebuild()
         return table
 

@@ -48,6 +48,7 @@ class ConsumeQueue:
         self.min_offset = starts[0] // CQ_ENTRY_SIZE if starts else self.split
         self.max_offset = max(self.split, self.files.end() // CQ_ENTRY_SIZE)
         self.dirty = False
+        self._last: tuple[int, CqEntry | None] | None = None  # (max_offset, the entry before it) as last read
         self.on_put: Callable[[tuple[str, int]], None] | None = None  # told (topic, queue id) after a write
 
     # --- writing -------------------------------------------------------------------------------
@@ -72,7 +73,7 @@ class ConsumeQueue:
             self.files.write(at + done, part)
             done += len(part)
         self.max_offset = max(self.max_offset, queue_offset + len(entries) // CQ_ENTRY_SIZE)
-        self.dirty = True
+        self.dirty, self._last = True, None
         if self.on_put is not None:
             self.on_put((self.topic, self.queue_id))
 
@@ -102,6 +103,13 @@ class ConsumeQueue:
         found = self.entries(offset, 1)
         return found[0] if found else None
 
+    def last_entry(self) -> CqEntry | None:
+        """The entry at ``max_offset - 1`` (None for an empty queue): read once after each write
+        or cut, then kept."""
+        if self._last is None or self._last[0] != self.max_offset:
+            self._last = (self.max_offset, self.entry(self.max_offset - 1) if self.max_offset > self.min_offset else None)
+        return self._last[1]
+
     # --- repair --------------------------------------------------------------------------------
     def cut_beyond(self, log_end: int) -> int:
         """Drop tail entries that end past ``log_end``; returns how many were dropped."""
@@ -117,7 +125,7 @@ class ConsumeQueue:
         dropped = self.max_offset - keep
         if dropped or self.files.end() > keep * CQ_ENTRY_SIZE:
             self.files.truncate(keep * CQ_ENTRY_SIZE)
-            self.max_offset = keep
+            self.max_offset, self._last = keep, None
             self.min_offset = min(self.min_offset, keep)
         return dropped
 

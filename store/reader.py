@@ -130,20 +130,30 @@ class Reader:
 
     def messages_from(self, commit_offset: int) -> int:
         """How many consume-queue entries (messages of every topic, system topics included) point
-        at or beyond ``commit_offset``: a replica acknowledged up to there lacks that many.  One
-        binary search per queue, so O(queues x log entries) reads; 0 at once past the end."""
+        at or beyond ``commit_offset``: a replica acknowledged up to there lacks that many.  A
+        queue whose last entry lies below ``commit_offset`` has none (a queue's entries follow
+        the log), so only the others are searched, one binary search each; 0 at once past the end.
+
+        Why the look at the last entry: a metrics scrape counted this for every queue, and
+        searched each: 61.5 ms of the event loop per scrape with 8,000 queues and a slave one
+        message behind (bench/bench_replication_index.py)."""
         self._check_open()
         if commit_offset >= self._log.write_offset:
             return 0
         total = 0
         for queue in self._queues.all():
-            low = queue.min_offset
+            low, high = queue.min_offset, queue.max_offset
+            if high <= low:
+                continue
+            last = queue.last_entry()
+            if last is not None and not last.is_hole and last.commit_offset < commit_offset:
+                continue
 
             def at_or_beyond(index: int, queue=queue, low=low) -> bool:
                 entry = queue.entry(low + index)
                 return entry is not None and not entry.is_hole and entry.commit_offset >= commit_offset
 
-            total += queue.max_offset - low - first_index(queue.max_offset - low, at_or_beyond)
+            total += high - low - first_index(high - low, at_or_beyond)
         return total
 
     def earliest_store_time(self, topic: str, queue_id: int) -> int | None:

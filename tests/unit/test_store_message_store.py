@@ -486,6 +486,30 @@ def test_messages_from_counts_entries_at_or_past_a_commit_offset(tmp_path):
         store.shutdown()
 
 
+def test_messages_from_counts_what_a_walk_counts_after_puts_cuts_and_puts_again(tmp_path):
+    """Each queue's last entry is kept between writes (store.consume_queue.last_entry): a cut
+    of the log followed by puts that bring a queue back to the same length must not leave the
+    old last entry behind.  Every count is checked against one made from the stored records."""
+    store = make(tmp_path)
+    store.start()
+    try:
+        def walked(offset: int) -> int:
+            return sum(1 for s in kept if s.commit_offset >= offset)
+
+        kept = run(put_each(store, [draft(i, queue_id=i % 3, topic="T") for i in range(12)]))
+        for probe in kept:
+            assert store.messages_from(probe.commit_offset) == walked(probe.commit_offset)
+        store.truncate(kept[6].commit_offset)  # queues 0, 1, 2 lose their last two entries each
+        kept = kept[:6]  # no count here: the queues' last entries stay as read before the cut
+        again = run(put_each(store, [draft(100 + i, queue_id=i % 3, topic="T", size=2000) for i in range(6)]))
+        kept += again
+        for probe in kept:
+            assert store.messages_from(probe.commit_offset) == walked(probe.commit_offset)
+            assert store.messages_from(probe.commit_offset + 1) == walked(probe.commit_offset + 1)
+    finally:
+        store.shutdown()
+
+
 def test_sync_flush_puts_of_one_loop_pass_share_one_wake_of_the_flush_thread(tmp_path):
     """Waking the waiting flush thread costs the loop tens of microseconds on a VM: the puts one
     pass of the loop makes (concurrent calls served together) wake it once, and all complete."""

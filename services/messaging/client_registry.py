@@ -9,6 +9,11 @@ Rules:
   producers; False when none is connected (the broker re-checks later).
 - At most ``maxClientNum`` clients are remembered; clients silent for
   ``clientIdleTimeoutMillis`` and without a stream are forgotten by :meth:`expire_idle`.
+- The table is kept in the order clients were last heard from, oldest first, so a new client
+  at capacity evicts the oldest one without a stream by looking at the front, and the idle
+  expiry stops at the first client heard from lately.  Before, each new client at capacity
+  scanned every client: with the default 100,000, milliseconds of the loop per client of a
+  reconnect storm.
 Runs on the server's event loop; no locks needed.
 """
 from __future__ import annotations
@@ -71,18 +76,23 @@ class ClientRegistry:
 
     def _touch(self, client_id: str) -> _Client:
         now = self._clock.monotonic_ms()
-        client = self._clients.get(client_id)
+        client = self._clients.pop(client_id, None)  # put back at the end: the newest
         if client is None:
             if len(self._clients) >= self._config.max_clients:
                 self._evict_one()
-            client = self._clients[client_id] = _Client(last_seen_ms=now)
+            client = _Client(last_seen_ms=now)
+        self._clients[client_id] = client
         client.last_seen_ms = now
         return client
 
     def _evict_one(self) -> None:
-        idle = [cid for cid, c in self._clients.items() if not c.streams] or list(self._clients)
-        oldest = min(idle, key=lambda cid: self._clients[cid].last_seen_ms)
-        del self._clients[oldest]
+        """The oldest client without a stream, or the oldest of all if every one has streams."""
+        for client_id, client in self._clients.items():
+            if not client.streams:
+                break
+        else:
+            client_id = next(iter(self._clients))
+        del self._clients[client_id]
 
     def open_stream(self, client_id: str) -> TelemetryStream:
         stream = TelemetryStream(client_id, self._config.telemetry_outbox_size)
@@ -133,7 +143,12 @@ class ClientRegistry:
 
     def expire_idle(self) -> int:
         horizon = self._clock.monotonic_ms() - self._config.client_idle_timeout_ms
-        stale = [cid for cid, c in self._clients.items() if not c.streams and c.last_seen_ms < horizon]
+        stale = []
+        for client_id, client in self._clients.items():
+            if client.last_seen_ms >= horizon:
+                break  # every later one was heard from later still
+            if not client.streams:
+                stale.append(client_id)
         for client_id in stale:
             del self._clients[client_id]
         return len(stale)

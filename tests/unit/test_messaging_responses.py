@@ -131,3 +131,25 @@ def test_registry_full_outbox_refuses_and_idle_clients_expire():
         assert len(registry) == 0
 
     asyncio.run(scenario())
+
+
+def test_at_capacity_the_client_heard_from_longest_ago_without_a_stream_goes_and_expiry_stops_at_recent_ones():
+    async def scenario():
+        import dataclasses
+        clock = ManualClock()
+        registry = ClientRegistry(dataclasses.replace(CFG, max_clients=4), clock)
+        for client_id in "abcd":  # a, b, c, d heard from in that order, 1 ms apart
+            registry.heartbeat(client_id, "PRODUCER", "")
+            clock.advance(1)
+        registry.open_stream("a")      # a streams: kept; heard from now, the newest
+        registry.heartbeat("b", "PRODUCER", "")  # b heard from again: newer than c and d
+        clock.advance(1)
+        registry.heartbeat("e", "PRODUCER", "")
+        assert sorted(c.client_id for c in registry.snapshot()) == ["a", "b", "d", "e"]  # c, the oldest idle
+        registry.heartbeat("f", "PRODUCER", "")
+        assert sorted(c.client_id for c in registry.snapshot()) == ["a", "b", "e", "f"]  # then d
+        clock.advance(CFG.client_idle_timeout_ms + 1)
+        registry.heartbeat("f", "PRODUCER", "")  # f recent; a (streaming), b and e silent past the timeout
+        assert registry.expire_idle() == 2 and sorted(c.client_id for c in registry.snapshot()) == ["a", "f"]
+
+    asyncio.run(scenario())

@@ -45,8 +45,8 @@ class StoreConfig:
     group_commit_window_us: int = config_field(
         "groupCommitWindowMicros", 2000, unit="us", minimum=0, maximum=100_000,
         doc="SYNC_FLUSH: the first put of a group commit waits this long for others to share its fdatasync, "
-            "but only while three or more puts arrive together (one or two producers' sends sync at once); "
-            "0: every group syncs at once")
+            "but only while three or more messages arrive together (one or two producers' single sends sync at "
+            "once); 0: every group syncs at once")
     file_reserved_time_hours: float = config_field(
         "fileReservedTime", 72.0, unit="hours", minimum=0,
         doc="commit-log segments whose last write is older than this are deleted")

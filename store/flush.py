@@ -58,6 +58,7 @@ class FlushService:
         self._wake = threading.Event()
         self._group = group_commit or GroupCommit(window_s=0.0, on_loop=False)
         self._group_puts = 0    # puts in the open group (0: none open)
+        self._group_records = 0  # and the messages they wrote
         self._group_waited = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="store-flush", daemon=True)
@@ -65,12 +66,13 @@ class FlushService:
     def start(self) -> None:
         self._thread.start()
 
-    def wake_soon(self, loop) -> None:
-        """Event loop, for each SYNC_FLUSH put: the put joins the open group, or opens one that
-        syncs at the end of the loop's current pass or after the group's window, so concurrent
-        puts share one fdatasync (and, off the loop, one wake of the thread: tens of
-        microseconds of the loop's CPU each on a VM)."""
+    def wake_soon(self, loop, records: int = 1) -> None:
+        """Event loop, for each SYNC_FLUSH put of ``records`` messages: the put joins the open
+        group, or opens one that syncs at the end of the loop's current pass or after the
+        group's window, so concurrent puts share one fdatasync (and, off the loop, one wake of
+        the thread: tens of microseconds of the loop's CPU each on a VM)."""
         self._group_puts += 1
+        self._group_records += records
         if self._group_puts > 1:
             return
         window = self._group.window_s
@@ -80,15 +82,16 @@ class FlushService:
         else:
             loop.call_soon(self._end_group)
 
-    def wake_grouped(self) -> None:
-        """A slave's committed run: under SYNC_FLUSH, on the loop, it joins a group as a put does
-        (its ack waits for that group's fdatasync); otherwise the thread is woken."""
+    def wake_grouped(self, records: int = 1) -> None:
+        """A slave's committed run of ``records`` messages: under SYNC_FLUSH, on the loop, it
+        joins a group as a put does (its ack waits for that group's fdatasync); otherwise the
+        thread is woken."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             loop = None
         if self._on_demand and loop is not None:
-            self.wake_soon(loop)
+            self.wake_soon(loop, records)
         else:
             self.wake()
 
@@ -98,8 +101,8 @@ class FlushService:
             self.wake()
 
     def _end_group(self) -> None:
-        self._group.observe_window(self._group_puts, self._group_waited)
-        self._group_puts = 0
+        self._group.observe_window(self._group_records, self._group_waited)
+        self._group_puts = self._group_records = 0
         if self._group.inline:
             generation, target, error = self._sync(inline=True)
             self._hooks.report(target, error, generation)

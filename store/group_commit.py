@@ -10,14 +10,16 @@ their own fdatasync spend a third more CPU per message than with ASYNC_FLUSH
 
 * The first put of a group opens a *window*: the fdatasync waits ``window_s``
   (``groupCommitWindowMicros``) for more puts to share it, then syncs them all.
-* Only while enough puts come together: a window that gathered fewer than ``MIN_COMPANY``
-  puts was a wait for too little (one or two producers, each with one send at a time), so
-  the next ``SKIP_AFTER_EMPTY`` groups sync at once, twice as many after each further such
-  wait, up to ``SKIP_MOST``; a group that finds ``MIN_COMPANY`` or more puts there shows
-  company again, and the next group waits.  A lone producer soon pays ``window_s`` once in
-  ``SKIP_MOST`` sends.  Two producers lose more by waiting for each other (their syncs no
-  longer overlap their round trips) than they save in syncs: 530-580 msg/s when their
-  groups waited, 1,530-1,980 syncing at once (docs/performance.md).
+* Only while enough messages come together: a window that gathered fewer than
+  ``MIN_COMPANY`` messages was a wait for too little (one or two producers, each with one
+  message in flight), so the next ``SKIP_AFTER_EMPTY`` groups sync at once, twice as many
+  after each further such wait, up to ``SKIP_MOST``; a group that finds ``MIN_COMPANY`` or
+  more messages there shows company again, and the next group waits.  A lone producer soon
+  pays ``window_s`` once in ``SKIP_MOST`` sends.  Two producers of single messages lose more
+  by waiting for each other (their syncs no longer overlap their round trips) than they save
+  in syncs: 530-580 msg/s when their groups waited, 1,530-1,980 syncing at once
+  (docs/performance.md).  Messages, not puts: two batches of 32 are company enough (sixteen
+  batches in flight often fill a window with two, and counted as puts they backed off).
 
 *Where*:
 
@@ -51,19 +53,19 @@ class GroupCommit:
         self._backoff = skip_after_empty  # groups to skip after the next wait for nothing
         self.inline = False   # the next sync runs on the event loop
         self._fast = 0        # thread syncs in a row of at most fast_s
-        self._skip = 0        # groups still to sync at once after a window that gathered too few
+        self._skip = 0        # groups still to sync at once after a window that gathered too few messages
 
     @property
     def window_s(self) -> float:
         """How long the group now opening waits for company before its fdatasync."""
         return self._window_s if self._skip == 0 else 0.0
 
-    def observe_window(self, puts: int, waited: bool) -> None:
-        """A group ended with ``puts`` puts in it; it waited its window or synced at once."""
-        if waited and puts < self._min_company:
+    def observe_window(self, messages: int, waited: bool) -> None:
+        """A group ended with puts of ``messages`` messages in it; it waited its window or synced at once."""
+        if waited and messages < self._min_company:
             self._skip = self._backoff
             self._backoff = min(2 * self._backoff, self._skip_most)
-        elif puts >= self._min_company:
+        elif messages >= self._min_company:
             self._skip, self._backoff = 0, self._skip_after_empty
         elif self._skip:
             self._skip -= 1

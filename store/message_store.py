@@ -189,7 +189,7 @@ class MessageStore(Reader, Notifications):
         waiter = self._loop.create_future()
         self._pending.extend(pending)
         self._waiters.append((self._log.write_offset, waiter))
-        self._flush.wake_soon(self._loop)
+        self._flush.wake_soon(self._loop, len(rows))
         # a timer handle, not wait_for + shield (a task and two futures per put on the hot path)
         timeout = self._loop.call_later(self.config.sync_flush_timeout_ms / 1000, _time_out, waiter,
                                         self.config.sync_flush_timeout_ms)
@@ -438,7 +438,7 @@ class MessageStore(Reader, Notifications):
         if run.end == self._staged_end:
             self._staged_end = None
         self._index_runs_or_hold(run.runs, run.end, "the slave copies nothing more")
-        self._flush.wake_grouped()
+        self._flush.wake_grouped(sum(len(entries) for _, _, _, entries in run.runs) // CQ_ENTRY_SIZE)
         self._notify_written(self._log.write_offset)
 
     def abandon_staged(self) -> None:

@@ -141,7 +141,7 @@ def test_a_lone_producer_soon_stops_waiting(tmp_path):
         store.start()
         groups = []
         real = store._flush._group.observe_window
-        store._flush._group.observe_window = lambda puts, waited: (groups.append(waited), real(puts, waited))[1]
+        store._flush._group.observe_window = lambda messages, waited: (groups.append(waited), real(messages, waited))[1]
         await put_each(store, [draft(i) for i in range(50)])
         assert [i for i, waited in enumerate(groups) if waited] == [0, 17] and len(groups) == 50
         store.shutdown()
@@ -156,12 +156,30 @@ def test_two_producers_sync_at_once_after_the_first_window(tmp_path):
         store.start()
         groups = []
         real = store._flush._group.observe_window
-        store._flush._group.observe_window = lambda puts, waited: (groups.append((puts, waited)), real(puts, waited))[1]
+        store._flush._group.observe_window = lambda messages, waited: (groups.append((messages, waited)),
+                                                                       real(messages, waited))[1]
         for i in range(0, 60, 2):
             stored = await asyncio.gather(store.put([draft(i)]), store.put([draft(i + 1)]))
             assert [s[0].queue_offset for s in stored] == [i, i + 1]
         assert [i for i, (_, waited) in enumerate(groups) if waited] == [0, 17]
         assert groups[0] == (2, True) and len(groups) == 30
+        store.shutdown()
+    run(scenario())
+
+
+def test_two_producers_of_batches_keep_waiting_for_each_other(tmp_path):
+    """Company is counted in messages: two puts of 32 messages each are company enough."""
+    async def scenario():
+        store = make(tmp_path, group_commit_window_us=20_000)
+        store.start()
+        groups = []
+        real = store._flush._group.observe_window
+        store._flush._group.observe_window = lambda messages, waited: (groups.append((messages, waited)),
+                                                                       real(messages, waited))[1]
+        for i in range(0, 20 * 64, 64):
+            await asyncio.gather(store.put([draft(i + j) for j in range(32)]),
+                                 store.put([draft(i + 32 + j) for j in range(32)]))
+        assert groups == [(64, True)] * 20
         store.shutdown()
     run(scenario())
 

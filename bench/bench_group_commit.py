@@ -71,6 +71,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=_positive, default=2)
     parser.add_argument("--seconds", type=float, default=3.0)
     args = parser.parse_args()
+    if not args.seconds > 0:
+        parser.error(f"--seconds {args.seconds}: must be positive")
     settings = dict(args.setting or [("window0", {"groupCommitWindowMicros": "0"}), ("default", {})])
     print(f"# bench_group_commit: SYNC_FLUSH, 1 KiB single sends, producers {args.producers}, "
           f"{args.rounds} round(s) of {args.seconds} s, settings {settings}")

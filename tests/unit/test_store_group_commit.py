@@ -133,17 +133,26 @@ def test_a_window_gathers_puts_that_arrive_apart_and_none_returns_before_its_fda
     run(scenario())
 
 
+def recording_groups(store) -> list[tuple[int, bool]]:
+    """Every group ``store`` ends, as (messages in it, whether it waited its window)."""
+    groups, real = [], store._flush._group.observe_window
+
+    def observe(messages: int, waited: bool) -> None:
+        groups.append((messages, waited))
+        real(messages, waited)
+    store._flush._group.observe_window = observe
+    return groups
+
+
 def test_a_lone_producer_soon_stops_waiting(tmp_path):
     """One send at a time: the first group waits for nothing, the next 16 sync at once, then one
     waits again and 32 sync at once (store.group_commit.SKIP_AFTER_EMPTY)."""
     async def scenario():
         store = make(tmp_path, group_commit_window_us=20_000)
         store.start()
-        groups = []
-        real = store._flush._group.observe_window
-        store._flush._group.observe_window = lambda messages, waited: (groups.append(waited), real(messages, waited))[1]
+        groups = recording_groups(store)
         await put_each(store, [draft(i) for i in range(50)])
-        assert [i for i, waited in enumerate(groups) if waited] == [0, 17] and len(groups) == 50
+        assert [i for i, (_, waited) in enumerate(groups) if waited] == [0, 17] and len(groups) == 50
         store.shutdown()
     run(scenario())
 
@@ -154,10 +163,7 @@ def test_two_producers_sync_at_once_after_the_first_window(tmp_path):
     async def scenario():
         store = make(tmp_path, group_commit_window_us=20_000)
         store.start()
-        groups = []
-        real = store._flush._group.observe_window
-        store._flush._group.observe_window = lambda messages, waited: (groups.append((messages, waited)),
-                                                                       real(messages, waited))[1]
+        groups = recording_groups(store)
         for i in range(0, 60, 2):
             stored = await asyncio.gather(store.put([draft(i)]), store.put([draft(i + 1)]))
             assert [s[0].queue_offset for s in stored] == [i, i + 1]
@@ -172,10 +178,7 @@ def test_two_producers_of_batches_keep_waiting_for_each_other(tmp_path):
     async def scenario():
         store = make(tmp_path, group_commit_window_us=20_000)
         store.start()
-        groups = []
-        real = store._flush._group.observe_window
-        store._flush._group.observe_window = lambda messages, waited: (groups.append((messages, waited)),
-                                                                       real(messages, waited))[1]
+        groups = recording_groups(store)
         for i in range(0, 20 * 64, 64):
             await asyncio.gather(store.put([draft(i + j) for j in range(32)]),
                                  store.put([draft(i + 32 + j) for j in range(32)]))

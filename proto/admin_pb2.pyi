@@ -263,20 +263,36 @@ class AdminGetConsumerOffsetsResponse(_message.Message):
     def __init__(self, broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ..., role: _Optional[str] = ..., document: _Optional[str] = ..., data_version: _Optional[_Union[AdminDataVersion, _Mapping]] = ...) -> None: ...
 
 class AdminGetReplicaMetadataRequest(_message.Message):
-    __slots__ = ("broker_name", "broker_id")
+    __slots__ = ("broker_name", "broker_id", "held")
     BROKER_NAME_FIELD_NUMBER: _ClassVar[int]
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    HELD_FIELD_NUMBER: _ClassVar[int]
     broker_name: str
     broker_id: int
-    def __init__(self, broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ...) -> None: ...
+    held: AdminReplicaVersions
+    def __init__(self, broker_name: _Optional[str] = ..., broker_id: _Optional[int] = ..., held: _Optional[_Union[AdminReplicaVersions, _Mapping]] = ...) -> None: ...
+
+class AdminReplicaVersions(_message.Message):
+    __slots__ = ("topics", "subscription_groups", "consumer_offsets", "timer_checkpoint")
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    SUBSCRIPTION_GROUPS_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    TIMER_CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    topics: AdminDataVersion
+    subscription_groups: AdminDataVersion
+    consumer_offsets: AdminDataVersion
+    timer_checkpoint: AdminDataVersion
+    def __init__(self, topics: _Optional[_Union[AdminDataVersion, _Mapping]] = ..., subscription_groups: _Optional[_Union[AdminDataVersion, _Mapping]] = ..., consumer_offsets: _Optional[_Union[AdminDataVersion, _Mapping]] = ..., timer_checkpoint: _Optional[_Union[AdminDataVersion, _Mapping]] = ...) -> None: ...
 
 class AdminReplicaDocument(_message.Message):
-    __slots__ = ("document", "data_version")
+    __slots__ = ("document", "data_version", "unchanged")
     DOCUMENT_FIELD_NUMBER: _ClassVar[int]
     DATA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    UNCHANGED_FIELD_NUMBER: _ClassVar[int]
     document: str
     data_version: AdminDataVersion
-    def __init__(self, document: _Optional[str] = ..., data_version: _Optional[_Union[AdminDataVersion, _Mapping]] = ...) -> None: ...
+    unchanged: bool
+    def __init__(self, document: _Optional[str] = ..., data_version: _Optional[_Union[AdminDataVersion, _Mapping]] = ..., unchanged: _Optional[bool] = ...) -> None: ...
 
 class AdminGetReplicaMetadataResponse(_message.Message):
     __slots__ = ("broker_name", "broker_id", "role", "topics", "subscription_groups", "consumer_offsets", "timer_checkpoint")

@@ -37,7 +37,7 @@ from services.admin import converters as conv
 from services.admin import operation_converters as ops
 from services.admin.add_broker_rules import AddBrokerRefused, check_config_path, check_new_broker
 from services.admin.container_api import AddBrokerError, BrokerNotExistError, ContainerAdminApi
-from services.admin.replica_converters import replica_metadata_to_proto
+from services.admin.replica_converters import held_from_proto, replica_metadata_to_proto
 from services.broker.admin_api import BrokerAdminApi
 from services.broker.live_config import NotLive
 
@@ -250,9 +250,10 @@ class BrokerAdminServicer(pb_grpc.BrokerAdminServicer):
     async def GetReplicaMetadata(self, request: pb.AdminGetReplicaMetadataRequest) -> pb.AdminGetReplicaMetadataResponse:
         name = conv.broker_name(request.broker_name, required=True)
         wanted = conv.broker_id(request.broker_id) if request.HasField("broker_id") else None
+        held = held_from_proto(request.held) if request.HasField("held") else None
         snapshot = self._replica(name, wanted).replica_metadata()  # one consistent state, taken on the loop
         # encoded in a thread (frozen tables): a million offset keys would hold the loop for a second
-        return await asyncio.to_thread(replica_metadata_to_proto, snapshot)
+        return await asyncio.to_thread(replica_metadata_to_proto, snapshot, held)
 
     @_rpc
     async def WriteConsumerOffsets(self, request: pb.AdminWriteConsumerOffsetsRequest) -> pb.AdminWriteConsumerOffsetsResponse:

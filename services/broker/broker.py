@@ -271,7 +271,7 @@ class Broker:
         writes: list = []
         collect = lambda path, document: writes.append(snapshot_document(path, document))  # noqa: E731
         self.pop.persist(collect)
-        self.timer.persist(collect)
+        self.timer.persist(collect, periodic=True)
         self.transactions.persist(collect)
         try:
             await asyncio.to_thread(lambda: [write() for write in writes])

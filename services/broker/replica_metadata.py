@@ -2,9 +2,11 @@
 
 Rules:
 - :func:`snapshot` is synchronous, so the four tables are one consistent state of the broker
-  (no other coroutine runs in between).  Offsets and the timer checkpoint are handed out
-  with a DataVersion that covers every change so far (bumped first if needed), so two
-  replicas with one DataVersion hold the same table.
+  (no other coroutine runs in between).  Offsets are handed out with a DataVersion that
+  covers every change so far (bumped first if needed), so two replicas with one DataVersion
+  hold the same table.  The timer checkpoint is the last one taken
+  (``TimerService.shared_checkpoint``): one DataVersion still names one document, whose
+  cursors say where the adopter replays the timer and op topics from.
 - :func:`adopt` lets each manager decide by DataVersion (``metadata.replica_metadata``) and
   persist atomically before it uses the adopted table.  ``FROM_MASTER`` adopts every item;
   pre-online (``REVERSE``) passes the items it pulls back (offsets and timer checkpoint).
@@ -23,7 +25,7 @@ def snapshot(broker) -> ReplicaMetadata:
     offsets = broker.pop.keeper.versioned_table(broker.clock.now_ms())
     return ReplicaMetadata(broker_name=broker.name, broker_id=broker.broker_id, role=broker.role,
                            topics=broker.topics.table, groups=broker.groups.table, offsets=offsets,
-                           timer_checkpoint=broker.timer.versioned_checkpoint())
+                           timer_checkpoint=broker.timer.shared_checkpoint())
 
 
 def adopt(broker, remote: ReplicaMetadata, direction: SyncDirection = SyncDirection.FROM_MASTER,

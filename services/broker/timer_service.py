@@ -8,7 +8,12 @@ Rules (the index rules are in ``scheduler.timer``):
   concurrent tick cannot deliver it); a message already being delivered, delivered, or
   unknown is NOT_FOUND.
 - ``config/timerCheckpoint.json`` holds the index and both cursors; start loads it and
-  rescans the timer and op topics from the cursors.
+  rescans the timer and op topics from the cursors.  The periodic snapshot and a slave's
+  metadata sync take a new checkpoint only when ``scheduler.timer.checkpoint_due`` says so,
+  and hand out the last one until then (its cursors are older: the reader replays the rest of
+  the two topics, which every replica of the group holds).  A checkpoint the acting slave's
+  escapes need, a forced write (stop, a new state version) and a DataVersion compared with
+  a peer's are always of the index as it is.
 - The checkpoint carries a DataVersion (RocketMQ's timer checkpoint has one too).  It is the
   broker's delay offsets (delays run on the timer), so every ``delayOffsetUpdateVersionStep``-th
   resolution (a delivery, an escape, a recall, a replayed op) bumps it, as RocketMQ's
@@ -36,7 +41,8 @@ from metadata.data_version import DataVersion, UpdateStep
 from metadata.message import MessageDraft, Prop, StoredMessage
 from metadata.replica_metadata import Adopt, Adoption, SyncDirection, VersionedDocument, decide_adoption
 from metadata.status import Code, RequestRejected
-from scheduler.timer import TIMER_OP_TOPIC, TIMER_TOPIC, RecallHandle, TimerIndex, decode_recall_handle
+from scheduler.timer import (CHECKPOINT_AMORTIZED_FROM, TIMER_OP_TOPIC, TIMER_TOPIC, RecallHandle, TimerIndex, checkpoint_due,
+                             decode_recall_handle)
 from services.acting.escape import EscapedItem, EscapeFailed
 from services.broker.config import BrokerConfig
 from services.broker.config_files import Write, read_document, snapshot_document, write_document
@@ -70,7 +76,17 @@ def _cursors(index: TimerIndex) -> dict[str, int]:
     return {TIMER_TOPIC: index.scan_offset, TIMER_OP_TOPIC: index.op_offset}
 
 
+class _Taken:
+    """A checkpoint taken of ``index`` when its signature was ``signature``."""
+    __slots__ = ("index", "signature", "checkpoint")
+
+    def __init__(self, index: TimerIndex, checkpoint: VersionedDocument):
+        self.index, self.signature, self.checkpoint = index, index.signature(), checkpoint
+
+
 class TimerService:
+    amortized_from = CHECKPOINT_AMORTIZED_FROM  # checkpoint_due's: below it, every change is checkpointed
+
     def __init__(self, config: BrokerConfig, store, clock, config_dir: Path):
         self.config, self.store, self.clock = config, store, clock
         self.store_name = config.broker_name
@@ -78,7 +94,8 @@ class TimerService:
         self.index = TimerIndex()
         self.data_version = DataVersion()
         self.step = UpdateStep(config.delay_offset_update_version_step)
-        self._versioned_document: dict | None = None  # the index document data_version covers
+        self._taken: _Taken | None = None  # the last checkpoint taken, and of what
+        self._written: VersionedDocument | None = None  # the checkpoint the file holds
         self._delivering: set[int] = set()
         self.bridge = None  # services.acting.escape.EscapeBridge while this slave acts
         self._escape_failed_logged = False
@@ -91,7 +108,8 @@ class TimerService:
             log.warning("broker %s: %s was written before the timer log was cut below its cursors; the index is "
                         "rebuilt from the log", self.store_name, self.path.name)
             self.index = TimerIndex()
-        self._versioned_document = self.index.to_document()
+        self._taken = _Taken(self.index, VersionedDocument(self.data_version, self.index.to_document()))
+        self._written = self._taken.checkpoint
         self.catch_up()
 
     def catch_up(self) -> None:
@@ -131,27 +149,45 @@ class TimerService:
     def versioned_checkpoint(self) -> VersionedDocument:
         """The caught-up index document, its DataVersion bumped first if the index changed."""
         self.catch_up()
-        document = self.index.to_document()
-        if document != self._versioned_document:
+        taken = self._taken
+        if taken is None or taken.index is not self.index or taken.signature != self.index.signature():
             self.data_version = self.data_version.next_version(self.clock.now_ms())
-            self._versioned_document = document
-        return VersionedDocument(self.data_version, document)
+            taken = self._taken = _Taken(self.index, VersionedDocument(self.data_version, self.index.to_document()))
+        return taken.checkpoint
 
-    def _file_document(self, index: TimerIndex, document: dict, data_version: DataVersion) -> dict:
-        return {**document, "dataVersion": data_version.to_json(), "anchors": anchors(self.store, _cursors(index))}
+    def shared_checkpoint(self) -> VersionedDocument:
+        """What the periodic snapshot writes and a slave's sync is handed: the last checkpoint
+        taken while ``checkpoint_due`` says a new one is not worth its cost yet, else a new one."""
+        self.catch_up()
+        taken = self._taken
+        if taken is not None and taken.index is self.index and \
+                not checkpoint_due(len(self.index.pending), self.index.changes - taken.signature[0], self.amortized_from):
+            return taken.checkpoint
+        return self.versioned_checkpoint()
 
-    def persist(self, write: Write = write_document) -> None:
-        checkpoint = self.versioned_checkpoint()
-        write(self.path, self._file_document(self.index, checkpoint.document, checkpoint.data_version))
+    def _file_document(self, checkpoint: VersionedDocument) -> dict:
+        document = checkpoint.document
+        cursors = {TIMER_TOPIC: document["scanOffset"], TIMER_OP_TOPIC: document["opOffset"]}
+        return {**document, "dataVersion": checkpoint.data_version.to_json(), "anchors": anchors(self.store, cursors)}
+
+    def persist(self, write: Write = write_document, periodic: bool = False) -> None:
+        """Write the checkpoint of the index as it is; ``periodic``: the shared one (see the
+        module's rules), and nothing when the file holds it already."""
+        checkpoint = self.shared_checkpoint() if periodic else self.versioned_checkpoint()
+        if periodic and checkpoint is self._written:
+            return
+        write(self.path, self._file_document(checkpoint))
+        self._written = checkpoint
 
     def adopt_checkpoint(self, remote: VersionedDocument, direction: SyncDirection = SyncDirection.FROM_MASTER) -> Adoption:
         """Take a peer's checkpoint with its DataVersion when ``decide_adoption`` says so."""
         decision = decide_adoption(self.versioned_checkpoint().data_version, remote.data_version, direction)
         if isinstance(decision, Adopt):
             index = TimerIndex.from_document(remote.document)
-            document = index.to_document()
-            write_document(self.path, self._file_document(index, document, remote.data_version))
-            self.index, self.data_version, self._versioned_document = index, remote.data_version, document
+            checkpoint = VersionedDocument(remote.data_version, index.to_document())
+            write_document(self.path, self._file_document(checkpoint))
+            self.index, self.data_version, self._taken = index, remote.data_version, _Taken(index, checkpoint)
+            self._written = checkpoint
         return decision
 
     async def schedule(self, draft: MessageDraft, due_ms: int) -> tuple[StoredMessage, str]:
@@ -186,7 +222,8 @@ class TimerService:
         self.catch_up()
         opened = self.data_version.opening(self.clock.now_ms(), state_version)
         if opened != self.data_version:
-            self.data_version, self._versioned_document = opened, self.index.to_document()
+            self.data_version = opened
+            self._taken = _Taken(self.index, VersionedDocument(opened, self.index.to_document()))
             self.persist()
 
     def stop_acting(self) -> None:

@@ -34,8 +34,8 @@ from proto import admin_pb2 as pb
 from scheduler.clock import Clock
 from scheduler.periodic import PeriodicTasks
 from services.admin.client import AdminClient, AdminRejected, AdminUnavailable, Credentials
-from services.admin.replica_converters import BadReplicaReply, replica_metadata_from_proto
-from services.broker.replica_metadata import adopt
+from services.admin.replica_converters import BadReplicaReply, held_to_proto, replica_metadata_from_proto
+from services.broker.replica_metadata import adopt, snapshot
 
 log = logging.getLogger(__name__)
 
@@ -151,10 +151,12 @@ class MetadataSync:
             address = await address
         if not address:
             return SyncReport(SyncOutcome.SKIPPED, now, problem=SyncProblem.NO_MASTER_ADDRESS)
-        request = pb.AdminGetReplicaMetadataRequest(broker_name=self.broker.name, broker_id=MASTER_ID)
+        held = snapshot(self.broker)  # what this slave holds: the master sends only the tables at other versions
+        request = pb.AdminGetReplicaMetadataRequest(broker_name=self.broker.name, broker_id=MASTER_ID,
+                                                    held=held_to_proto(held.versions()))
         try:
             reply = await (await self._client_for(address)).call("GetReplicaMetadata", request)
-            metadata = await asyncio.to_thread(replica_metadata_from_proto, reply)  # off the loop: big tables
+            metadata = await asyncio.to_thread(replica_metadata_from_proto, reply, held)  # off the loop: big tables
         except AdminUnavailable as exc:
             return SyncReport(SyncOutcome.FAILED, now, address, SyncProblem.MASTER_UNREACHABLE, str(exc))
         except AdminRejected as exc:

@@ -16,6 +16,7 @@ from proto import admin_pb2 as pb
 from proto import admin_pb2_grpc as pb_grpc
 from scheduler.periodic import PeriodicTasks
 from services.admin.client import AdminClient, AdminRejected
+from services.admin.replica_converters import held_to_proto
 from services.admin.service import add_admin_service
 from services.broker.config import BrokerRole
 from services.ha.metadata_sync import MetadataSync, SyncOutcome, SyncProblem
@@ -112,6 +113,15 @@ def test_slave_adopts_master_metadata_with_its_versions_idempotently_and_keeps_i
             assert again.outcome is SyncOutcome.SYNCED and again.adopted == {}
             assert all(isinstance(d, Keep) and d.reason is KeepReason.SAME_VERSION for d in again.decisions.values())
             assert config_mtimes(slave) == before  # equal versions: nothing rewritten
+            asked = pb.AdminGetReplicaMetadataRequest(broker_name="broker-a", broker_id=0,
+                                                      held=held_to_proto(slave.broker.replica_metadata().versions()))
+            client = AdminClient(address)
+            try:
+                reply = await client.call("GetReplicaMetadata", asked)
+            finally:
+                await client.close()
+            fields = ("topics", "subscription_groups", "consumer_offsets", "timer_checkpoint")
+            assert all(getattr(reply, f).unchanged and not getattr(reply, f).document for f in fields)  # no text sent
 
             await master.broker.upsert_topic(TopicConfig("added", 1, 1))
             third = await sync.sync_once()

@@ -168,8 +168,7 @@ def test_the_acting_slave_fsyncs_its_escape_checkpoint_off_the_event_loop(tmp_pa
         monkeypatch.undo()
         assert [on_loop for path, on_loop in writes if path == pair.slave.timer.path] == [False]
         reread = config_files.read_document(pair.slave.timer.path, lambda document: document)
-        assert reread == pair.slave.timer._file_document(pair.slave.timer.index, *(
-            lambda c: (c.document, c.data_version))(pair.slave.timer.versioned_checkpoint()))
+        assert reread == pair.slave.timer._file_document(pair.slave.timer.versioned_checkpoint())
         await pair.stop()
     run(scenario())
 

@@ -13,7 +13,8 @@ from metadata.replica_metadata import (Adopt, AdoptReason, Keep, KeepReason, Rep
 from metadata.subscription_group import SubscriptionGroupConfig, SubscriptionGroupTable
 from metadata.topic_config import TopicConfig, TopicTable
 from proto import admin_pb2 as pb
-from services.admin.replica_converters import BadReplicaReply, replica_metadata_from_proto, replica_metadata_to_proto
+from services.admin.replica_converters import (BadReplicaReply, held_from_proto, held_to_proto, replica_metadata_from_proto,
+                                              replica_metadata_to_proto)
 from services.broker.config import BrokerConfig
 from services.broker.config_files import read_document
 from services.broker.groups import GroupManager
@@ -166,6 +167,40 @@ def test_only_bad_reply_escapes_on_any_document_text(item, text):
         replica_metadata_from_proto(reply)
     except BadReplicaReply:
         pass
+
+
+def test_tables_the_asker_holds_at_their_version_come_back_unchanged_and_are_its_own():
+    master = _full_metadata()
+    held = dataclasses.replace(master, topics=TopicTable(V2, {}), broker_id=1, role="SLAVE")  # older topics only
+    versions = held_from_proto(held_to_proto(held.versions()))
+    assert versions == held.versions()
+    reply = replica_metadata_to_proto(master, versions)
+    assert [getattr(reply, f).unchanged for f in ("topics", "subscription_groups", "consumer_offsets", "timer_checkpoint")] \
+        == [False, True, True, True]
+    assert not reply.timer_checkpoint.document and reply.topics.document
+    parsed = replica_metadata_from_proto(reply, held)
+    assert parsed == master and parsed.timer_checkpoint is held.timer_checkpoint and parsed.offsets is held.offsets
+    assert not any(getattr(replica_metadata_to_proto(master, {}), f).unchanged for f in ("topics", "timer_checkpoint"))
+
+
+@pytest.mark.parametrize("held_change, match", [
+    (None, "timer_checkpoint: unchanged at"),  # the asker named no versions
+    (lambda held: dataclasses.replace(held, timer_checkpoint=VersionedDocument(V3, {})), "timer_checkpoint: unchanged at"),
+])
+def test_an_unchanged_table_the_asker_did_not_hold_at_that_version_is_refused(held_change, match):
+    master = _full_metadata()
+    reply = replica_metadata_to_proto(master, {"timer_checkpoint": master.timer_checkpoint.data_version})
+    held = None if held_change is None else held_change(master)
+    with pytest.raises(BadReplicaReply, match=match):
+        replica_metadata_from_proto(reply, held)
+
+
+def test_an_unchanged_table_that_carries_a_document_is_refused():
+    master = _full_metadata()
+    reply = replica_metadata_to_proto(master, master.versions())
+    reply.consumer_offsets.document = "{}"
+    with pytest.raises(BadReplicaReply, match="consumer_offsets: .*carries a document"):
+        replica_metadata_from_proto(reply, master)
 
 
 def test_the_request_names_one_replica():

@@ -6,10 +6,12 @@ delivered and as many new ones are scheduled (delayed traffic at a steady level)
 broker's periodic snapshot runs (``Broker.persist_in_background``, every
 ``flushConsumerOffsetInterval``) followed by a slave's metadata sync (the master's
 GetReplicaMetadata reply to a slave holding what the last sync gave it, and the slave's
-parse of the reply, which it runs in a worker thread but on the same GIL).  Printed: the event loop's CPU
-(``time.thread_time`` of this thread; the files' writes and fsyncs run in a worker thread and
-are not counted) for the snapshot and for the sync, per interval (mean and max over the
-intervals), and how often the checkpoint file was rewritten.
+parse of the reply).  Each step runs as the broker runs it: the snapshot's documents on the
+event loop and its writes in a worker thread, the reply's tables on the loop and their text
+in a thread, the slave's parse in a thread.  Printed per step: the process's CPU (mean, max
+and total over the intervals) and the event loop's longest stall while it ran (a task asking
+for 1 ms sleeps; a thread holding the GIL stalls the loop too), and how often the checkpoint
+file was rewritten.
 
 Before 2026-11-29 (twelfth session) every snapshot took and wrote a new checkpoint of every
 pending message, every sync wrote its text again, and every slave parsed it again.  The script uses only calls both
@@ -46,6 +48,7 @@ from store.message_store import MessageStore  # noqa: E402
 
 TOPIC = "bench-delay"
 FAR_MS = 86_400_000  # new messages are due a day later: they stay pending
+STEPS = ("the periodic snapshot", "a sync: the master's reply", "a sync: the slave's parse")
 
 
 class _NoChecks:
@@ -90,10 +93,27 @@ def _parse(reply, held):
     return replica_metadata_from_proto(reply, held)
 
 
-def _loop_ms(action) -> tuple[float, object]:
-    began = time.thread_time()
-    result = action()
-    return (time.thread_time() - began) * 1e3, result
+async def _measured(step) -> tuple[float, float, object]:
+    """(the process's CPU in ms, the event loop's longest stall in ms, the result) of
+    ``await step()``; a probe task asks the loop for a 1 ms sleep again and again and notes
+    the longest it waited past it."""
+    stall = 0.0
+
+    async def probe() -> None:
+        nonlocal stall
+        while True:
+            before = time.perf_counter()
+            await asyncio.sleep(0.001)
+            stall = max(stall, time.perf_counter() - before - 0.001)
+
+    task = asyncio.get_running_loop().create_task(probe())
+    await asyncio.sleep(0)
+    began = time.process_time()
+    result = await step()
+    spent = time.process_time() - began
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    return spent * 1e3, stall * 1e3, result
 
 
 async def _run(args, folder: Path) -> None:
@@ -112,27 +132,28 @@ async def _run(args, folder: Path) -> None:
     print(f"{len(broker.timer.index.pending):,} pending, scheduled in {time.perf_counter() - began:.1f} s", flush=True)
     await broker.persist_in_background()
     path = folder / "config" / "timerCheckpoint.json"
-    snapshots, syncs, parses, rewrites = [], [], [], 0
-    held = None  # what the slave holds: the metadata of its last sync
+    figures: dict[str, list[tuple[float, float]]] = {name: [] for name in STEPS}
+    rewrites, held = 0, None  # held: what the slave holds, the metadata of its last sync
     for number in range(args.intervals):
         await _deliver(broker, clock, args.changes)
         await _schedule(store, clock, args.pending + number * args.changes, args.changes, clock.now_ms() + FAR_MS, 1)
         broker.timer.catch_up()
         written = path.stat().st_mtime_ns
-        began = time.thread_time()
-        await broker.persist_in_background()
-        snapshots.append((time.thread_time() - began) * 1e3)
+        *measured, _ = await _measured(broker.persist_in_background)
+        figures[STEPS[0]].append(measured)
         rewrites += path.stat().st_mtime_ns != written
-        spent, reply = _loop_ms(lambda: _reply(broker.replica_metadata(), held))
-        syncs.append(spent)
-        spent, held = _loop_ms(lambda: _parse(reply, held))
-        parses.append(spent)
+        # as the admin service answers GetReplicaMetadata: the tables on the loop, their text in a thread
+        metadata = broker.replica_metadata()
+        *measured, reply = await _measured(lambda: asyncio.to_thread(_reply, metadata, held))
+        figures[STEPS[1]].append(measured)
+        *measured, held = await _measured(lambda: asyncio.to_thread(_parse, reply, held))  # as MetadataSync parses
+        figures[STEPS[2]].append(measured)
     print(f"{args.intervals} intervals of {args.changes:,} delivered and {args.changes:,} scheduled, "
           f"{len(broker.timer.index.pending):,} pending; checkpoint file rewritten {rewrites} times")
-    for name, spent in (("snapshot (persist_in_background)", snapshots), ("slave sync: the master's reply", syncs),
-                        ("slave sync: the slave's parse", parses)):
-        print(f"  {name:<40} loop CPU per interval: mean {statistics.mean(spent):7.1f} ms, "
-              f"max {max(spent):7.1f} ms, total {sum(spent):8.1f} ms")
+    print(f"  {'per interval':<32} {'CPU mean':>9} {'CPU max':>8} {'CPU total':>10} {'loop stall max':>15}  (ms)")
+    for name, rows in figures.items():
+        cpu = [c for c, _ in rows]
+        print(f"  {name:<32} {statistics.mean(cpu):9.1f} {max(cpu):8.1f} {sum(cpu):10.1f} {max(s for _, s in rows):15.1f}")
     await broker.stop()
     store.shutdown()
 

@@ -35,6 +35,7 @@ from metadata.subscription_group import SubscriptionGroupTable
 from metadata.topic_config import TopicTable
 from proto import admin_pb2 as pb
 from scheduler.timer import TimerIndex
+from scheduler.timer_text import with_pending_text
 from services.admin.converters import MAX_BROKER_ID, data_version_to_proto
 
 T = TypeVar("T")
@@ -70,7 +71,7 @@ def replica_metadata_to_proto(metadata: ReplicaMetadata,
     texts = {"topics": lambda: _text_of(metadata.topics), "groups": lambda: _text_of(metadata.groups),
              "offsets": lambda: fastjson.dumps(metadata.offsets.to_document()),
              "timer_checkpoint": lambda: _kept_text(timer, lambda: orjson.dumps(
-                 {**timer.document, "dataVersion": timer.data_version.to_json()}, option=orjson.OPT_NON_STR_KEYS).decode())}
+                 with_pending_text(timer, dataVersion=timer.data_version.to_json()), option=orjson.OPT_NON_STR_KEYS).decode())}
     documents = {}
     for item, version in metadata.versions().items():
         if held is not None and held.get(item) == version:

@@ -268,6 +268,7 @@ class Broker:
         thread.  On the loop, a slow disk's fsyncs (two per file, four files) stalled the whole
         container past the pause detector and cost its masters (bench/chaos.py, slow-disk-master)."""
         await self.catch_up_in_steps()
+        await self.timer.prepare_shared()  # the timer checkpoint's text, off the loop
         writes: list = []
         collect = lambda path, document: writes.append(snapshot_document(path, document))  # noqa: E731
         self.pop.persist(collect)

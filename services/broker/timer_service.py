@@ -43,6 +43,7 @@ from metadata.replica_metadata import Adopt, Adoption, SyncDirection, VersionedD
 from metadata.status import Code, RequestRejected
 from scheduler.timer import (CHECKPOINT_AMORTIZED_FROM, TIMER_OP_TOPIC, TIMER_TOPIC, RecallHandle, TimerIndex, checkpoint_due,
                              decode_recall_handle)
+from scheduler.timer_text import pending_text, with_pending_text
 from services.acting.escape import EscapedItem, EscapeFailed
 from services.broker.config import BrokerConfig
 from services.broker.config_files import Write, read_document, snapshot_document, write_document
@@ -168,7 +169,13 @@ class TimerService:
     def _file_document(self, checkpoint: VersionedDocument) -> dict:
         document = checkpoint.document
         cursors = {TIMER_TOPIC: document["scanOffset"], TIMER_OP_TOPIC: document["opOffset"]}
-        return {**document, "dataVersion": checkpoint.data_version.to_json(), "anchors": anchors(self.store, cursors)}
+        return with_pending_text(checkpoint, dataVersion=checkpoint.data_version.to_json(),
+                                 anchors=anchors(self.store, cursors))
+
+    async def prepare_shared(self) -> None:
+        """Take the shared checkpoint and write its pending entries' text in a worker thread
+        (``scheduler.timer_text``), so that :meth:`persist` and a slave's sync find it written."""
+        await asyncio.to_thread(pending_text, self.shared_checkpoint())
 
     def persist(self, write: Write = write_document, periodic: bool = False) -> None:
         """Write the checkpoint of the index as it is; ``periodic``: the shared one (see the

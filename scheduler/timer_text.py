@@ -8,7 +8,9 @@ Rules:
 - The text is written ``SLICE`` entries at a time.  orjson holds the GIL while it writes, and
   a million entries took 78 ms; written by a worker thread slice by slice, the event loop gets
   the GIL back between slices (a few ms each) instead of waiting for the whole.
-- The text is that of ``orjson.dumps(pending, option=OPT_NON_STR_KEYS)``: keys as strings.
+- The text is ``[[offsets], [due times]]`` in the dict's order, which a reader
+  (``TimerIndex.from_document``) parses 3.5x faster than an object of a million keys (86
+  against 303 ms in orjson); the document in memory keeps the dict.
 """
 from __future__ import annotations
 
@@ -26,12 +28,15 @@ _lock = threading.Lock()
 
 
 def pending_json(pending: Mapping[int, int]) -> bytes:
-    """``pending`` as a JSON object, written ``SLICE`` entries at a time."""
-    items = iter(pending.items())
+    """``pending`` as ``[[offsets], [due times]]``, written ``SLICE`` entries at a time."""
+    return b"[" + _list(iter(pending.keys())) + b"," + _list(iter(pending.values())) + b"]"
+
+
+def _list(values) -> bytes:
     parts = []
-    while part := dict(islice(items, SLICE)):
-        parts.append(orjson.dumps(part, option=orjson.OPT_NON_STR_KEYS)[1:-1])
-    return b"{" + b",".join(parts) + b"}"
+    while part := list(islice(values, SLICE)):
+        parts.append(orjson.dumps(part)[1:-1])
+    return b"[" + b",".join(parts) + b"]"
 
 
 def pending_text(checkpoint: Any) -> bytes:

@@ -11,6 +11,7 @@ import json
 import pytest
 
 from metadata.message import MessageType
+from scheduler.timer import TimerIndex
 from tests.scenario.test_broker_flows import Harness, _with_topic, run
 from tests.scenario.test_derived_state_after_cut import _crash_copy
 
@@ -24,7 +25,7 @@ def harness(tmp_path):
 
 def _file_pending(harness) -> set[int]:
     document = json.loads((harness.tmp_path / "config" / "timerCheckpoint.json").read_text())
-    return {int(offset) for offset in document["pending"]}
+    return set(TimerIndex.from_document(document).pending)
 
 
 async def _large_index(harness):

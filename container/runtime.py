@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Mapping
 
 import grpc
@@ -34,6 +35,7 @@ from container.security import TlsMaterial
 from metadata.authentication import AccountSource
 from metadata.config import ConfigError
 from scheduler.clock import Clock, SystemClock
+from scheduler.loop_lag import LoopLag
 from scheduler.pop.backlog_board import BoardSettings
 from scheduler.periodic import PeriodicTasks
 from proto import acting_pb2_grpc, backlog_pb2_grpc, reassign_pb2_grpc
@@ -45,7 +47,7 @@ from services.access.acl_admin import add_acl_admin_service
 from services.access.acl_replica import ReplicatedAclStore
 from services.access.acl_store import AclStore
 from services.access.admin_gate import AdminGate
-from services.metrics import CONSUMER_LAG, REGISTRY, STORE_SIZE
+from services.metrics import CONSUMER_LAG, EVENT_LOOP_LAG, REGISTRY, STORE_SIZE
 from services.status_metrics import STATUS, hosted_broker_source
 from services.ha.converters import MAX_FRAME_BYTES
 from services.ha.service import HaListener, add_ha_service
@@ -63,6 +65,7 @@ from services.reassign.service import ReassignServicer
 from store.errors import StoreIOError
 
 log = logging.getLogger(__name__)
+LOOP_LAG_LOOK_MS = 100  # relaymq_event_loop_lag_seconds: how often the loop is asked for a look
 
 
 class BrokerContainer:
@@ -91,6 +94,7 @@ class BrokerContainer:
         self.moves = ContainerMoves(self)  # broker moves: release, open, resume, the report to the controller
         self.directory = ContainerDirectory(self)
         self.tasks = PeriodicTasks("container")
+        self.loop_lag = LoopLag(LOOP_LAG_LOOK_MS, lambda: time.monotonic() * 1000, EVENT_LOOP_LAG.observe)
         self._nameserver_values = dict(nameserver_values or {})
         self._nameserver = None
         self._client_server: grpc.aio.Server | None = None
@@ -163,6 +167,7 @@ class BrokerContainer:
         self.tasks.declare("register-brokers", self.config.register_period_ms, self.registration.register_all, self.config.register_period_ms)
         self.tasks.declare("heartbeat", self.config.heartbeat_interval_ms, self.registration.heartbeat_all, self.config.heartbeat_interval_ms)
         self.tasks.declare("store-metrics", 5_000, self._refresh_store_metrics, 1_000)
+        self.tasks.declare("loop-lag", LOOP_LAG_LOOK_MS, self.loop_lag.look, LOOP_LAG_LOOK_MS)
         self.tasks.declare("ownership", self.config.heartbeat_interval_ms, self._drop_taken_over,
                            self.config.heartbeat_interval_ms)
         self.tasks.declare("controller-report", self.config.heartbeat_interval_ms, self.moves.report)

@@ -31,6 +31,10 @@ BACKLOG_PROBES = Counter("relaymq_backlog_probes", "Backlog questions this conta
 RECEIVES_SENT_ELSEWHERE = Counter("relaymq_receives_sent_elsewhere", "Receives that found nothing here and ended their "
                                   "long poll at once because another broker of the topic held messages for the group",
                                   ["broker"], registry=REGISTRY)
+EVENT_LOOP_LAG = Histogram("relaymq_event_loop_lag_seconds", "How much later than due the container's event loop ran a "
+                           "look it asked for every 100 ms: time held by handlers, snapshots or threads holding the GIL",
+                           buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+                           registry=REGISTRY)
 RPC_ERRORS = Counter("relaymq_rpc_errors", "Client RPCs answered with a non-OK status", ["method", "code"], registry=REGISTRY)
 STORE_SIZE = Gauge("relaymq_store_size_bytes", "Bytes on disk of a broker's store", ["broker"], registry=REGISTRY)
 CONSUMER_LAG = Gauge("relaymq_consumer_lag_messages", "Messages not yet acked by a group", ["broker", "group", "topic"], registry=REGISTRY)

@@ -150,7 +150,9 @@ def test_metrics_endpoint_shows_sends_store_size_and_consumer_lag(tmp_path):
         deadline = time.monotonic() + 15
         while True:
             text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).read().decode()
-            if all(line in text for line in wanted) and "relaymq_store_size_bytes" in text:
+            looks = [float(line.split()[1]) for line in text.splitlines()
+                     if line.startswith("relaymq_event_loop_lag_seconds_count ")]
+            if all(line in text for line in wanted) and "relaymq_store_size_bytes" in text and looks and looks[0] > 1:
                 break
             assert time.monotonic() < deadline, [l for l in text.splitlines() if 'metered' in l or 'store_size' in l]
             time.sleep(0.2)

@@ -133,9 +133,16 @@ class TimerIndex:
                 raise ValueError("pending must be two lists of equal length, offsets and due times")
             offsets, dues = raw
         else:
-            offsets, dues = raw.keys(), raw.values()
-        index.pending = dict(zip(map(int, offsets), map(int, dues)))
-        index._heap = [(due_ms, offset) for offset, due_ms in index.pending.items()]
+            offsets, dues = list(map(int, raw)), list(map(int, raw.values()))
+        if not _integers(offsets) or not _integers(dues):
+            raise ValueError("pending offsets and due times must be integers")
+        index.pending = dict(zip(offsets, dues))
+        index._heap = list(zip(index.pending.values(), index.pending.keys()))
         heapq.heapify(index._heap)
         index.changes = len(index.pending)
         return index
+
+
+def _integers(values: list) -> bool:
+    """Every value an int (not a bool, float or text), checked in C."""
+    return set(map(type, values)) <= {int}

@@ -125,7 +125,7 @@ def _parse(item: str, field: pb.AdminReplicaDocument, parse: Callable[[Any], T],
 
 def _timer_checkpoint(document: Any) -> VersionedDocument:
     index = TimerIndex.from_document(document)
-    if index.scan_offset < 0 or index.op_offset < 0 or any(o < 0 or d < 0 for o, d in index.pending.items()):
+    if index.scan_offset < 0 or index.op_offset < 0 or (index.pending and (min(index.pending) < 0 or min(index.pending.values()) < 0)):
         raise ValueError("offsets and due times must not be negative")
     return VersionedDocument(DataVersion.from_json(document.get("dataVersion", {})), index.to_document())
 

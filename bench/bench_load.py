@@ -16,7 +16,8 @@ steps) between the last sustained and the first not.  1 KiB messages.
     .venv/bin/python bench/bench_load.py                 # NORMAL, FIFO and mixed
     .venv/bin/python bench/bench_load.py --kinds normal --step-s 30
 
-It prints every step (target, acknowledged/s, consumed/s, lag at mid and end) and the
+It prints every step (target, acknowledged/s, consumed/s, lag at mid and end, and each
+container's event-loop lag over the step from ``relaymq_event_loop_lag_seconds``) and the
 sustained rate per kind.  bench/chaos.py's default rates are a stated fraction of these.
 Benchmarks print; they never fail on timing.
 """
@@ -32,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.deployment import Deployment  # noqa: E402
+from bench.deployment import Deployment, lag_summary  # noqa: E402
 from tests.support.failover_load import Backlog, Client, wait_started  # noqa: E402
 
 FIFO_GROUPS = 8
@@ -66,11 +67,13 @@ def step(deployment: Deployment, kind: str, rate: int, args, logs: Path) -> dict
     backlog = Backlog([producer], consumers)
     try:
         wait_started(producer, timeout_s=60)
+        lag_before = deployment.loop_lag_buckets()
         began = time.monotonic()
         time.sleep(args.step_s / 2)
         middle = backlog.unconsumed()
         time.sleep(max(0.0, began + args.step_s - time.monotonic()))
         end = backlog.unconsumed()
+        loop_lag = [lag_summary(b, a) for b, a in zip(lag_before, deployment.loop_lag_buckets())]
         acked_rate = backlog.acked / args.step_s
         consumed_rate = len(backlog.consumed) / args.step_s
     finally:
@@ -79,7 +82,7 @@ def step(deployment: Deployment, kind: str, rate: int, args, logs: Path) -> dict
             consumer.stop()
     sustained = acked_rate >= 0.95 * rate and end < 2 * rate and end <= middle + rate / 2
     return {"kind": kind, "target": rate, "acked_s": round(acked_rate), "consumed_s": round(consumed_rate),
-            "lag_mid": middle, "lag_end": end, "sustained": sustained}
+            "lag_mid": middle, "lag_end": end, "sustained": sustained, "loop_lag": loop_lag}
 
 
 def search(deployment: Deployment, kind: str, args, logs: Path) -> tuple[int, list[dict]]:

@@ -15,6 +15,8 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -89,6 +91,21 @@ class Deployment:
         copy.write_text(head + keys + marker + rest)
         return copy
 
+    def loop_lag_buckets(self) -> list[dict[float, float] | None]:
+        """Each container's ``relaymq_event_loop_lag_seconds`` buckets (upper bound -> looks at
+        most that late, cumulative) from its metrics endpoint; None for one that does not answer."""
+        found = []
+        for name in DEPLOYMENTS[self.name][1]:
+            port = tomllib.loads((self.conf / name).read_text()).get("metricsPromExporterPort", 5557)
+            try:
+                text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+            except OSError:
+                found.append(None)
+                continue
+            found.append({float(line.split('le="')[1].split('"')[0]): float(line.split()[-1]) for line in text.splitlines()
+                          if line.startswith("relaymq_event_loop_lag_seconds_bucket{")})
+        return found
+
     def kill_container(self, index: int) -> None:
         process = self.containers[index]
         if process is not None and process.poll() is None:
@@ -125,6 +142,21 @@ class Deployment:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+def lag_summary(before: dict[float, float] | None, after: dict[float, float] | None) -> str:
+    """The looks between two scrapes of a container's loop-lag buckets: how many, and the bounds
+    (bucket upper edges, ms) 99% and all of them stayed under."""
+    if not before or not after:
+        return "no metrics"
+    edges = sorted(after)
+    counts = [after[edge] - before.get(edge, 0.0) for edge in edges]
+    total = counts[-1]
+    if total <= 0:
+        return "no looks"
+    p99 = next(edge for edge, count in zip(edges, counts) if count >= 0.99 * total)
+    worst = next(edge for edge, count in zip(edges, counts) if count >= total)
+    return f"{int(total)} looks, p99 <= {p99 * 1000:g} ms, max <= {worst * 1000:g} ms"
 
 
 def _toml(value: object) -> str:

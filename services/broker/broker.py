@@ -273,7 +273,7 @@ class Broker:
         collect = lambda path, document: writes.append(snapshot_document(path, document))  # noqa: E731
         self.pop.persist(collect)
         self.timer.persist(collect, periodic=True)
-        self.transactions.persist(collect)
+        self.transactions.persist(collect, periodic=True)
         try:
             await asyncio.to_thread(lambda: [write() for write in writes])
         except OSError as failure:  # a full or failing disk: the files on disk stay whole and older

@@ -79,7 +79,8 @@ class TransactionService:
         self.path = config_dir / CHECKPOINT_FILE
         self.table = TransactionTable(RESOLVED_MAX)
         self.data_version = DataVersion()
-        self._versioned_document: dict | None = None
+        self._taken: tuple[TransactionTable, tuple[int, int, int], VersionedDocument] | None = None  # last checkpoint, of what
+        self._written: VersionedDocument | None = None  # the checkpoint the file holds
         self._end_lock = asyncio.Lock()
         self.bridge = None  # services.acting.escape.EscapeBridge while this slave acts
         self._generation = store.derived_generation  # the store's, when the table was built from its log
@@ -92,7 +93,8 @@ class TransactionService:
             log.warning("broker %s: %s was written before the half or op log was cut below its cursors; the "
                         "table is rebuilt from the logs", self.config.broker_name, self.path.name)
             self.table = TransactionTable(RESOLVED_MAX)
-        self._versioned_document = self.table.to_document()
+        self._take(self.data_version)
+        self._written = self._taken[2]
         self.catch_up()
 
     def catch_up(self) -> None:
@@ -124,20 +126,28 @@ class TransactionService:
         return resolved
 
     def versioned_checkpoint(self) -> VersionedDocument:
-        """The caught-up table document, its DataVersion bumped first if the table changed."""
+        """The caught-up table document, its DataVersion bumped first if the table changed
+        (told by ``TransactionTable.signature``, not by comparing documents)."""
         self.catch_up()
-        document = self.table.to_document()
-        if document != self._versioned_document:
+        taken = self._taken
+        if taken is None or taken[0] is not self.table or taken[1] != self.table.signature():
             self.data_version = self.data_version.next_version(self.clock.now_ms())
-            self._versioned_document = document
-        return VersionedDocument(self.data_version, document)
+            self._take(self.data_version)
+        return self._taken[2]
+
+    def _take(self, data_version: DataVersion) -> None:
+        self._taken = (self.table, self.table.signature(), VersionedDocument(data_version, self.table.to_document()))
 
     def _file_document(self, table: TransactionTable, document: dict, data_version: DataVersion) -> dict:
         return {**document, "dataVersion": data_version.to_json(), "anchors": anchors(self.store, _cursors(table))}
 
-    def persist(self, write: Write = write_document) -> None:
+    def persist(self, write: Write = write_document, periodic: bool = False) -> None:
+        """Write the checkpoint; ``periodic``: nothing when the file holds this one already."""
         checkpoint = self.versioned_checkpoint()
+        if periodic and checkpoint is self._written:
+            return
         write(self.path, self._file_document(self.table, checkpoint.document, checkpoint.data_version))
+        self._written = checkpoint
 
     def adopt_checkpoint(self, remote: VersionedDocument, direction: SyncDirection) -> Adoption:
         """Take a peer's checkpoint with its DataVersion when ``decide_adoption`` says so."""
@@ -146,7 +156,9 @@ class TransactionService:
             table = TransactionTable.from_document(remote.document, RESOLVED_MAX)
             document = table.to_document()
             write_document(self.path, self._file_document(table, document, remote.data_version))
-            self.table, self.data_version, self._versioned_document = table, remote.data_version, document
+            self.table, self.data_version = table, remote.data_version
+            self._take(remote.data_version)
+            self._written = self._taken[2]
             self.catch_up()
         return decision
 
@@ -160,7 +172,8 @@ class TransactionService:
         self.catch_up()
         opened = self.data_version.opening(self.clock.now_ms(), state_version)
         if opened != self.data_version:
-            self.data_version, self._versioned_document = opened, self.table.to_document()
+            self.data_version = opened
+            self._take(opened)
             self.persist()
 
     def stop_acting(self) -> None:

@@ -47,6 +47,7 @@ from services.access.acl_admin import add_acl_admin_service
 from services.access.acl_replica import ReplicatedAclStore
 from services.access.acl_store import AclStore
 from services.access.admin_gate import AdminGate
+from services.broker.consumer_lag import REFRESH_SLICE, lags_by_group_topic
 from services.metrics import CONSUMER_LAG, EVENT_LOOP_LAG, REGISTRY, STORE_SIZE
 from services.status_metrics import STATUS, hosted_broker_source
 from services.ha.converters import MAX_FRAME_BYTES
@@ -449,12 +450,13 @@ class BrokerContainer:
         if self.registration is not None:
             await self.registration.register_by_name(broker_name)
 
-    def _refresh_store_metrics(self) -> None:
-        for hosted in self.hosted.values():
+    async def _refresh_store_metrics(self) -> None:
+        for key, hosted in list(self.hosted.items()):
             STORE_SIZE.labels(broker=hosted.name).set(hosted.store.disk_usage_bytes())
-            for group in hosted.broker.group_table().groups:
-                lag: dict[str, int] = {}
-                for row in hosted.broker.consumer_progress(group):
-                    lag[row.topic] = lag.get(row.topic, 0) + row.lag
-                for topic, value in lag.items():
-                    CONSUMER_LAG.labels(broker=hosted.name, group=group, topic=topic).set(value)
+            lags = lags_by_group_topic(hosted.broker, hosted.broker.group_table().groups)
+            for count, (group, topic, value) in enumerate(lags, 1):
+                CONSUMER_LAG.labels(broker=hosted.name, group=group, topic=topic).set(value)
+                if count % REFRESH_SLICE == 0:
+                    await asyncio.sleep(0)
+                    if self.hosted.get(key) is not hosted:  # closed or moved away meanwhile
+                        break

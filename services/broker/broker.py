@@ -52,6 +52,7 @@ from services.broker.acting_mode import start_acting, stop_acting
 from services.broker.admin_api import QueueProgress, QueueStatus
 from services.broker.api import Delivery, GroupSettings, ReceiveRequest, SendItem, SendOutcome, TransactionCheckSink
 from services.broker.config import BrokerConfig
+from services.broker.consumer_lag import consumed_topics
 from services.broker.config_files import snapshot_document
 from services.broker.escape_put import escape_put
 from services.broker.groups import GroupManager
@@ -483,17 +484,19 @@ class Broker:
 
     def consumer_progress(self, group: str, topic: str | None = None) -> list[QueueProgress]:
         # the offset table's topic@group keys, not its rows: a million queues cost the metrics refresh seconds
-        topics = [topic] if topic else sorted({key.topic for key in self.pop.keeper.table.offsets if key.group == group}
-                                               | {k.topic for k, _ in self.pop.table.items() if k.group == group})
+        topics = [topic] if topic else sorted(consumed_topics(self, {group}).get(group, ()))
         rows = []
         for name in topics:
-            config = self.topics.get(name)
-            queues = range(config.queue_nums) if config else range(1 if name == retry_topic(group) else 0)
-            for queue_id in queues:
+            for queue_id in self.progress_queues(group, name):
                 committed = self.pop.committed_offset(group, name, queue_id) or 0
                 rows.append(QueueProgress(name, queue_id, self.store.max_offset(name, queue_id), committed,
                                           self.pop.inflight_count(group, name, queue_id)))
         return rows
+
+    def progress_queues(self, group: str, topic: str) -> range:
+        """The queues of ``topic`` a group's progress counts (a group's retry topic has one)."""
+        config = self.topics.get(topic)
+        return range(config.queue_nums) if config else range(1 if topic == retry_topic(group) else 0)
 
     def consumer_offset_table(self) -> ConsumerOffsetTable:
         self.pop.catch_up()

@@ -35,7 +35,7 @@ from metadata.subscription_group import SubscriptionGroupTable
 from metadata.topic_config import TopicTable
 from proto import admin_pb2 as pb
 from scheduler.timer import TimerIndex
-from scheduler.timer_text import with_pending_text
+from scheduler.timer_text import LISTS, OBJECT, with_pending_text
 from services.admin.converters import MAX_BROKER_ID, data_version_to_proto
 
 T = TypeVar("T")
@@ -71,7 +71,9 @@ def replica_metadata_to_proto(metadata: ReplicaMetadata,
     texts = {"topics": lambda: _text_of(metadata.topics), "groups": lambda: _text_of(metadata.groups),
              "offsets": lambda: fastjson.dumps(metadata.offsets.to_document()),
              "timer_checkpoint": lambda: _kept_text(timer, lambda: orjson.dumps(
-                 with_pending_text(timer, dataVersion=timer.data_version.to_json()), option=orjson.OPT_NON_STR_KEYS).decode())}
+                 with_pending_text(timer, form, dataVersion=timer.data_version.to_json()),
+                 option=orjson.OPT_NON_STR_KEYS).decode(), form)}
+    form = OBJECT if held is None else LISTS  # an asker that names what it holds reads both (scheduler.timer_text)
     documents = {}
     for item, version in metadata.versions().items():
         if held is not None and held.get(item) == version:
@@ -82,7 +84,7 @@ def replica_metadata_to_proto(metadata: ReplicaMetadata,
                                               role=metadata.role, **documents)
 
 
-_TEXTS: dict[int, tuple[Any, str]] = {}  # id(value) -> (the value, its text); the value held, so its id is its own
+_TEXTS: dict[tuple[int, str], tuple[Any, str]] = {}  # (id(value), form) -> (the value, its text); the value held
 
 
 def _text_of(table: TopicTable | SubscriptionGroupTable) -> str:
@@ -90,15 +92,15 @@ def _text_of(table: TopicTable | SubscriptionGroupTable) -> str:
     return _kept_text(table, lambda: fastjson.dumps(table.file_document()))
 
 
-def _kept_text(value: Any, write: Callable[[], str]) -> str:
-    """``write()``, once per (immutable) ``value`` object while it is among the last 64 served."""
-    kept = _TEXTS.get(id(value))
+def _kept_text(value: Any, write: Callable[[], str], form: str = "") -> str:
+    """``write()``, once per (immutable) ``value`` object and ``form`` while among the last 64 served."""
+    kept = _TEXTS.get((id(value), form))
     if kept is not None and kept[0] is value:
         return kept[1]
     text = write()
     if len(_TEXTS) >= 64:
         _TEXTS.clear()
-    _TEXTS[id(value)] = (value, text)
+    _TEXTS[(id(value), form)] = (value, text)
     return text
 
 

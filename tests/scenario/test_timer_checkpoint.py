@@ -25,6 +25,7 @@ def harness(tmp_path):
 
 def _file_pending(harness) -> set[int]:
     document = json.loads((harness.tmp_path / "config" / "timerCheckpoint.json").read_text())
+    assert isinstance(document["pending"], dict)  # the object form, which earlier versions read too
     return set(TimerIndex.from_document(document).pending)
 
 

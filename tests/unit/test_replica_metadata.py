@@ -183,6 +183,16 @@ def test_tables_the_asker_holds_at_their_version_come_back_unchanged_and_are_its
     assert not any(getattr(replica_metadata_to_proto(master, {}), f).unchanged for f in ("topics", "timer_checkpoint"))
 
 
+def test_the_timer_checkpoint_goes_as_two_lists_only_to_an_asker_that_names_what_it_holds():
+    """An asker that names no versions may be an older slave, which reads only the object form."""
+    import orjson
+    master = _full_metadata()
+    old_form = orjson.loads(replica_metadata_to_proto(master).timer_checkpoint.document)["pending"]
+    new_form = orjson.loads(replica_metadata_to_proto(master, {}).timer_checkpoint.document)["pending"]
+    assert old_form == {"2": 1_700_000_000_000} and new_form == [[2], [1_700_000_000_000]]
+    assert replica_metadata_from_proto(replica_metadata_to_proto(master, {})) == master
+
+
 @pytest.mark.parametrize("held_change, match", [
     (None, "timer_checkpoint: unchanged at"),  # the asker named no versions
     (lambda held: dataclasses.replace(held, timer_checkpoint=VersionedDocument(V3, {})), "timer_checkpoint: unchanged at"),

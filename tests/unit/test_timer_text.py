@@ -8,29 +8,32 @@ from metadata.data_version import DataVersion
 from metadata.replica_metadata import VersionedDocument
 from scheduler import timer_text
 from scheduler.timer import TimerIndex
-from scheduler.timer_text import pending_json, pending_text, with_pending_text
+from scheduler.timer_text import LISTS, OBJECT, pending_json, pending_text, with_pending_text
 
 entries = st.dictionaries(st.integers(0, 2**62), st.integers(0, 2**62), max_size=40)
 
 
 @given(entries, st.integers(1, 7))
-def test_sliced_text_is_the_one_call_text(pending, size):
+def test_sliced_text_is_the_one_call_text_in_either_form(pending, size):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(timer_text, "SLICE", size)  # slices of 1..7 entries: every boundary case
-        assert pending_json(pending) == orjson.dumps([list(pending), list(pending.values())])
-        again = TimerIndex.from_document({"pending": orjson.loads(pending_json(pending))})
-        assert again.pending == pending
-        assert again.due(2**63, 100) == [(o, d) for d, o in sorted((d, o) for o, d in pending.items())]
+        assert pending_json(pending, OBJECT) == orjson.dumps(pending, option=orjson.OPT_NON_STR_KEYS)
+        assert pending_json(pending, LISTS) == orjson.dumps([list(pending), list(pending.values())])
+        for form in (OBJECT, LISTS):
+            again = TimerIndex.from_document({"pending": orjson.loads(pending_json(pending, form))})
+            assert again.pending == pending
+            assert again.due(2**63, 100) == [(o, d) for d, o in sorted((d, o) for o, d in pending.items())]
 
 
 def test_the_text_is_written_once_per_checkpoint_and_fits_in_its_document():
     first = VersionedDocument(DataVersion(0, 1, 1), {"scanOffset": 3, "opOffset": 1, "pending": {2: 20, 1: 10}})
     same = VersionedDocument(DataVersion(0, 1, 1), {"scanOffset": 3, "opOffset": 1, "pending": {2: 20, 1: 10}})
-    assert pending_text(first) is pending_text(first)
+    assert pending_text(first) is pending_text(first) and pending_text(first, LISTS) is pending_text(first, LISTS)
     assert pending_text(same) is not pending_text(first) and pending_text(same) == pending_text(first)
     text = orjson.dumps(with_pending_text(first, dataVersion=first.data_version.to_json()), option=orjson.OPT_NON_STR_KEYS)
-    assert orjson.loads(text) == {"scanOffset": 3, "opOffset": 1, "pending": [[2, 1], [20, 10]],
-                                  "dataVersion": first.data_version.to_json()}
+    assert orjson.loads(text) == {"scanOffset": 3, "opOffset": 1, "pending": {"2": 20, "1": 10},
+                                  "dataVersion": first.data_version.to_json()}  # what every version reads
+    assert orjson.loads(orjson.dumps(with_pending_text(first, LISTS)))["pending"] == [[2, 1], [20, 10]]
 
 
 def test_a_file_written_before_the_list_form_still_loads():

@@ -80,11 +80,12 @@ async def _deliver(broker, clock, count: int) -> None:
 
 
 def _reply(metadata, held):
-    """The master's GetReplicaMetadata reply to a slave holding ``held`` (before 2026-11-29's
-    twelfth session a slave named nothing it held, and the reply had no such argument)."""
-    if held is None or "held" not in inspect.signature(replica_metadata_to_proto).parameters:
+    """The master's GetReplicaMetadata reply to a slave holding ``held`` (None: nothing yet).
+    A slave names the versions it holds, none on its first sync; before 2026-11-29's twelfth
+    session it named nothing, and the reply had no such argument."""
+    if "held" not in inspect.signature(replica_metadata_to_proto).parameters:
         return replica_metadata_to_proto(metadata)
-    return replica_metadata_to_proto(metadata, held.versions())
+    return replica_metadata_to_proto(metadata, held.versions() if held is not None else {})
 
 
 def _parse(reply, held):

@@ -136,11 +136,20 @@ class TimerIndex:
             offsets, dues = list(map(int, raw)), list(map(int, raw.values()))
         if not _integers(offsets) or not _integers(dues):
             raise ValueError("pending offsets and due times must be integers")
-        index.pending = dict(zip(offsets, dues))
-        index._heap = list(zip(index.pending.values(), index.pending.keys()))
+        for start in range(0, len(offsets), _BUILD_SLICE):  # in slices: a slave builds it in a worker thread
+            stop = start + _BUILD_SLICE                        # and its loop waits for each C call's GIL
+            index.pending.update(zip(offsets[start:stop], dues[start:stop]))
+        index._heap = []
+        for start in range(0, len(offsets), _BUILD_SLICE):
+            index._heap.extend(zip(dues[start:start + _BUILD_SLICE], offsets[start:start + _BUILD_SLICE]))
+        if len(index._heap) != len(index.pending):  # an offset listed twice: the last one counts, as in the dict
+            index._heap = list(zip(index.pending.values(), index.pending.keys()))
         heapq.heapify(index._heap)
         index.changes = len(index.pending)
         return index
+
+
+_BUILD_SLICE = 65_536
 
 
 def _integers(values: list) -> bool:

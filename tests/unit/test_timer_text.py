@@ -45,3 +45,8 @@ def test_a_file_written_before_the_list_form_still_loads():
 def test_a_malformed_list_form_is_refused(pending):
     with pytest.raises((ValueError, TypeError)):
         TimerIndex.from_document({"pending": pending})
+
+
+def test_an_offset_listed_twice_counts_once_with_its_last_due_time():
+    index = TimerIndex.from_document({"pending": [[1, 2, 1], [10, 15, 20]]})
+    assert index.pending == {1: 20, 2: 15} and index.due(100, 10) == [(2, 15), (1, 20)]

@@ -66,6 +66,7 @@ def held_from_proto(held: pb.AdminReplicaVersions) -> dict[str, DataVersion]:
 def replica_metadata_to_proto(metadata: ReplicaMetadata,
                               held: Mapping[str, DataVersion] | None = None) -> pb.AdminGetReplicaMetadataResponse:
     timer = metadata.timer_checkpoint
+    form = OBJECT if held is None else LISTS  # an asker that names what it holds reads both (scheduler.timer_text)
     # RelayMQ's own document, compact JSON as its file is (services.broker.config_files): in the
     # dialect a checkpoint of 1,000,000 delayed messages took the master's loop 825 ms per sync
     texts = {"topics": lambda: _text_of(metadata.topics), "groups": lambda: _text_of(metadata.groups),
@@ -73,7 +74,6 @@ def replica_metadata_to_proto(metadata: ReplicaMetadata,
              "timer_checkpoint": lambda: _kept_text(timer, lambda: orjson.dumps(
                  with_pending_text(timer, form, dataVersion=timer.data_version.to_json()),
                  option=orjson.OPT_NON_STR_KEYS).decode(), form)}
-    form = OBJECT if held is None else LISTS  # an asker that names what it holds reads both (scheduler.timer_text)
     documents = {}
     for item, version in metadata.versions().items():
         if held is not None and held.get(item) == version:

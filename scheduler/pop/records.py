@@ -9,7 +9,7 @@ Rules:
   queue to an offset, forward or back: ``relaymq admin reset-offset-by-time``).  They are applied by
   :class:`scheduler.pop.table.PopTable` idempotently, so replaying any suffix of the log over
   a snapshot gives the same state.
-- Bodies are compact JSON; :func:`decode_record` returns None for a body it does not know
+- Bodies are compact JSON (metadata.compact_json: orjson); :func:`decode_record` returns None for a body it does not know
   (a record from a newer version is skipped, not fatal).
 - :func:`encode_records` writes a run of acks of one queue as one body (``"t": "acks"``):
   an AckMessage of 32 handles is one record, not 32 (one record is also all-or-nothing in a
@@ -19,11 +19,11 @@ Rules:
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import NamedTuple, Sequence, Union
 
+from metadata import compact_json
 from metadata.frozen_values import quick_init
 
 REVIVE_TOPIC = "rmq_sys_REVIVE_LOG"
@@ -128,7 +128,7 @@ def encode_record(record: Record) -> bytes:
         body = {"t": "reset", "k": key, "o": record.offset, "s": record.seq}
     else:
         body = {"t": "ack", "k": key, "o": record.offset}
-    return json.dumps(body, separators=(",", ":")).encode()
+    return compact_json.dumps(body)
 
 
 def encode_records(records: Sequence[Record]) -> list[bytes]:
@@ -148,11 +148,11 @@ def encode_records(records: Sequence[Record]) -> list[bytes]:
             bodies.append(encode_record(record))
         elif isinstance(record, SkipRecord):
             skips = [[skip.key.group, skip.key.topic, skip.key.queue_id, skip.offset] for skip in records[index:end]]
-            bodies.append(json.dumps({"t": "skips", "s": skips}, separators=(",", ":")).encode())
+            bodies.append(compact_json.dumps({"t": "skips", "s": skips}))
         else:
             key = [record.key.group, record.key.topic, record.key.queue_id]
             offsets = [ack.offset for ack in records[index:end]]
-            bodies.append(json.dumps({"t": "acks", "k": key, "os": offsets}, separators=(",", ":")).encode())
+            bodies.append(compact_json.dumps({"t": "acks", "k": key, "os": offsets}))
         index = end
     return bodies
 
@@ -160,7 +160,7 @@ def encode_records(records: Sequence[Record]) -> list[bytes]:
 def decode_records(body: bytes) -> tuple[Record, ...]:
     """The records of one body (several for ``"acks"``); () for a body we do not know."""
     try:
-        value = json.loads(body)
+        value = compact_json.loads(body)
         if isinstance(value, dict) and value.get("t") == "acks":
             key = QueueKey(str(value["k"][0]), str(value["k"][1]), int(value["k"][2]))
             return tuple(AckRecord(key, int(offset)) for offset in value["os"])
@@ -174,7 +174,7 @@ def decode_records(body: bytes) -> tuple[Record, ...]:
 
 def decode_record(body: bytes) -> Record | None:
     try:
-        value = json.loads(body)
+        value = compact_json.loads(body)
     except ValueError:
         return None
     return _record(value)

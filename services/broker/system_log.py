@@ -10,10 +10,10 @@ cut: they would skip the new master's records (PopService.catch_up tells what th
 """
 from __future__ import annotations
 
-import json
 import zlib
 from typing import Callable, Mapping
 
+from metadata import compact_json
 from metadata.message import StoredMessage
 from store.results import GetStatus
 
@@ -39,12 +39,12 @@ def scan(store, topic: str, offset: int, apply: Callable[[StoredMessage], None],
 
 
 def op_body(**fields) -> bytes:
-    return json.dumps(fields, separators=(",", ":")).encode()
+    return compact_json.dumps(fields)
 
 
 def parse_op(body: bytes) -> dict | None:
     try:
-        value = json.loads(body)
+        value = compact_json.loads(body)
     except ValueError:
         return None
     return value if isinstance(value, dict) else None

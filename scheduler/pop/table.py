@@ -100,6 +100,13 @@ class PopTable:
         self.queues: dict[QueueKey, QueueState] = {}
         self.last_seq = 0
         self.expiry = ExpiryIndex(self._in_flight_as, self._every_in_flight)
+        self.changes = 0  # every call that may change the document counts: see signature()
+
+    def signature(self) -> int:
+        """Equal for two moments of this table with the same document in between (the count only
+        grows, and every method that writes a queue state or the seq counts): a periodic snapshot
+        of an idle broker need not take the document (160,000 in flight: 49 ms) nor write it."""
+        return self.changes
 
     def _in_flight_as(self, key: QueueKey, entry: InFlight) -> bool:
         state = self.queues.get(key)
@@ -111,6 +118,7 @@ class PopTable:
                 yield key, entry
 
     def next_seq(self, now_ms: int) -> int:
+        self.changes += 1
         self.last_seq = max(self.last_seq + 1, now_ms * 1000)
         return self.last_seq
 
@@ -121,6 +129,7 @@ class PopTable:
         state = self.queues.get(key)
         if state is None:
             state = self.queues[key] = QueueState(init_offset, init_offset)
+            self.changes += 1
         return state
 
     def check_handle(self, group: str, handle: ReceiptHandle) -> HandleCheck:
@@ -140,6 +149,7 @@ class PopTable:
     def apply_all(self, records: Sequence[Record]) -> list[OffsetCommit]:
         """:meth:`apply` each record in order; the invariants of each queue touched are checked
         once, after the last (an ack of 32 handles checks its queue once, not 32 times)."""
+        self.changes += 1
         commits: list[OffsetCommit] = []
         touched: dict[int, tuple[QueueState, list[int]]] = {}  # id -> (state, offsets changed)
         for record in records:
@@ -243,6 +253,7 @@ class PopTable:
     def drop_group(self, group: str) -> None:
         for key in [k for k in self.queues if k.group == group]:
             del self.queues[key]
+            self.changes += 1
 
     def to_document(self) -> dict[str, Any]:
         rows = []

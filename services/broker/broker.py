@@ -272,12 +272,14 @@ class Broker:
         await self.timer.prepare_shared()  # the timer checkpoint's text, off the loop
         writes: list = []
         collect = lambda path, document: writes.append(snapshot_document(path, document))  # noqa: E731
-        self.pop.persist(collect)
+        self.pop.persist(collect, periodic=True)
         self.timer.persist(collect, periodic=True)
         self.transactions.persist(collect, periodic=True)
         try:
             await asyncio.to_thread(lambda: [write() for write in writes])
         except OSError as failure:  # a full or failing disk: the files on disk stay whole and older
+            for service in (self.pop, self.timer, self.transactions):
+                service.forget_written()  # the next snapshot writes them, changed or not
             log.warning("broker %s: state snapshot not written (%s); the next one is tried in %d ms",
                         self.name, failure, self.config.flush_consumer_offset_interval_ms)
 

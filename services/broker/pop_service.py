@@ -108,6 +108,7 @@ class PopService:
         self.planner = PopPlanner(config, store, clock, topics, self)
         self.backlog_hint: BacklogHint | None = None  # the container's BacklogProbe: a backlog on another broker
         self.data_version = DataVersion()  # of the pop state; moves only while acting (and by adoption)
+        self._written: tuple | None = None  # what popState.json holds: _state_signature() when written
         self.journal = PopJournal(config_dir / JOURNAL_FILE)
         self.bridge = None  # services.acting.escape.EscapeBridge while this slave acts
         self.fifo_gate = None  # services.acting.fifo_lock.FifoLocks (lockInStrictMode)
@@ -180,16 +181,27 @@ class PopService:
                 applied += len(records)
         return applied, False
 
-    def persist(self, write: Write = write_document) -> None:
+    def persist(self, write: Write = write_document, periodic: bool = False) -> None:
+        """``periodic``: popState.json is left as it is when it holds this state already."""
         self.catch_up()
-        self._write_state_files(write)
+        self._write_state_files(write, periodic)
 
-    def _write_state_files(self, write: Write = write_document) -> None:
+    def forget_written(self) -> None:
+        """A write handed out did not reach the disk: the next snapshot writes the state."""
+        self._written = None
+
+    def _state_signature(self) -> tuple:
+        return self.table, self.table.signature(), self.log_offset, self.data_version
+
+    def _write_state_files(self, write: Write = write_document, periodic: bool = False) -> None:
         """popState.json (the pop table and the log offset it covers), then consumerOffset.json
         if it changed; each write is atomic and fsynced (config_files)."""
         if self.bridge is not None:
             self.data_version = self.data_version.next_version(self.clock.now_ms())
-        write(self.state_path, self._state_document())
+        signature = self._state_signature()
+        if not periodic or self._written is None or not _same_state(signature, self._written):
+            write(self.state_path, self._state_document())
+            self._written = signature
         offsets = self.keeper.document_to_persist(self.clock.now_ms())
         if offsets is not None:
             write(self.offset_path, offsets)
@@ -296,6 +308,7 @@ class PopService:
             self.log_offset = int(remote.document.get("reviveOffset", 0))
             self.data_version = remote.data_version
             write_document(self.state_path, self._state_document())
+            self._written = self._state_signature()
             self.catch_up()
         return decision
 
@@ -572,3 +585,8 @@ class PopService:
     def drop_group(self, group: str) -> None:
         self.table.drop_group(group)
         self.keeper.drop_group(group, self.clock.now_ms())
+
+
+def _same_state(a: tuple, b: tuple) -> bool:
+    """Two state signatures of one table object, its change count, log cursor and version."""
+    return a[0] is b[0] and a[1:] == b[1:]

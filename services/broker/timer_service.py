@@ -186,6 +186,10 @@ class TimerService:
         write(self.path, self._file_document(checkpoint))
         self._written = checkpoint
 
+    def forget_written(self) -> None:
+        """A write handed out did not reach the disk: the next snapshot writes the checkpoint."""
+        self._written = None
+
     def adopt_checkpoint(self, remote: VersionedDocument, direction: SyncDirection = SyncDirection.FROM_MASTER) -> Adoption:
         """Take a peer's checkpoint with its DataVersion when ``decide_adoption`` says so."""
         decision = decide_adoption(self.versioned_checkpoint().data_version, remote.data_version, direction)
@@ -298,7 +302,11 @@ class TimerService:
         fsync on the loop stalls every call the container serves)."""
         writes: list = []
         self.persist(lambda path, document: writes.append(snapshot_document(path, document)))
-        await asyncio.to_thread(lambda: [write() for write in writes])
+        try:
+            await asyncio.to_thread(lambda: [write() for write in writes])
+        except BaseException:
+            self.forget_written()
+            raise
 
     async def _escape_due(self, topic: str, due: list[tuple[int, MessageDraft]]) -> int:
         items = [EscapedItem(f"{self.store_name}:timer:{offset}", EscapeKind.DELAY, draft) for offset, draft in due]

@@ -149,6 +149,10 @@ class TransactionService:
         write(self.path, self._file_document(self.table, checkpoint.document, checkpoint.data_version))
         self._written = checkpoint
 
+    def forget_written(self) -> None:
+        """A write handed out did not reach the disk: the next snapshot writes the checkpoint."""
+        self._written = None
+
     def adopt_checkpoint(self, remote: VersionedDocument, direction: SyncDirection) -> Adoption:
         """Take a peer's checkpoint with its DataVersion when ``decide_adoption`` says so."""
         decision = decide_adoption(self.versioned_checkpoint().data_version, remote.data_version, direction)

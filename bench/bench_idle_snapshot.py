@@ -5,8 +5,10 @@ A Broker over the real message store in a temporary folder (SYNC_FLUSH; time on 
 gets ``--in-flight`` messages sent in batches of 32 to ``--queues`` queues of one topic and received,
 not acked, by one group.  Then, per round: ``Broker.persist_in_background`` with nothing changed
 since the last one (what an idle broker runs every ``flushConsumerOffsetInterval``), and once more
-after one ack (the pop state changed): the loop thread's CPU (``time.thread_time``; the fsyncs run
-in a worker thread and are not counted) and whether popState.json was written (its mtime in ns).
+after one ack (the pop state changed): the loop thread's CPU (``time.thread_time``; what runs in
+the worker thread is not counted), the longest the loop was held meanwhile (a task that asks for
+a turn every millisecond: what a call arriving then waits for, the worker thread's GIL included)
+and whether popState.json was written (its mtime in ns).
 Medians of ``--rounds``.
 
     .venv/bin/python bench/bench_idle_snapshot.py --in-flight 20000 160000 --rounds 5
@@ -46,12 +48,24 @@ async def _loaded(folder: Path, in_flight: int, queues: int):
     return harness, broker, got
 
 
-async def _timed_snapshot(broker, state: Path) -> tuple[float, bool]:
+async def _timed_snapshot(broker, state: Path) -> tuple[float, bool, float]:
+    """The loop thread's CPU, whether the file was written, and the longest the loop was held."""
     before = state.stat().st_mtime_ns if state.exists() else 0
+    held, running = [0.0], [True]
+
+    async def ticker():  # what a call arriving meanwhile waits for
+        while running[0]:
+            asked = time.perf_counter()
+            await asyncio.sleep(0.001)
+            held[0] = max(held[0], time.perf_counter() - asked - 0.001)
+    watch = asyncio.create_task(ticker())
+    await asyncio.sleep(0)
     began = time.thread_time()
     await broker.persist_in_background()
     spent = time.thread_time() - began
-    return spent, state.stat().st_mtime_ns != before
+    running[0] = False
+    await watch
+    return spent, state.stat().st_mtime_ns != before, held[0]
 
 
 async def _case(in_flight: int, queues: int, rounds: int) -> dict:
@@ -59,18 +73,21 @@ async def _case(in_flight: int, queues: int, rounds: int) -> dict:
         harness, broker, got = await _loaded(Path(tmp), in_flight, queues)
         state = Path(tmp) / "config" / "popState.json"
         await broker.persist_in_background()
-        idle, changed, idle_written, changed_written = [], [], 0, 0
+        idle, changed, idle_written, changed_written, idle_held, changed_held = [], [], 0, 0, [], []
         for number in range(rounds):
-            spent, written = await _timed_snapshot(broker, state)
+            spent, written, held = await _timed_snapshot(broker, state)
             idle.append(spent)
+            idle_held.append(held)
             idle_written += written
             await broker.ack("G", "T", got[number].message.message_id, got[number].receipt_handle)
-            spent, written = await _timed_snapshot(broker, state)
+            spent, written, held = await _timed_snapshot(broker, state)
             changed.append(spent)
+            changed_held.append(held)
             changed_written += written
         await harness.stop()
     return {"in_flight": in_flight, "idle_ms": 1e3 * statistics.median(idle), "idle_written": idle_written,
-            "changed_ms": 1e3 * statistics.median(changed), "changed_written": changed_written}
+            "idle_held_ms": 1e3 * statistics.median(idle_held), "changed_ms": 1e3 * statistics.median(changed),
+            "changed_written": changed_written, "changed_held_ms": 1e3 * statistics.median(changed_held)}
 
 
 def main() -> None:
@@ -83,11 +100,12 @@ def main() -> None:
         parser.error("--in-flight must be at least --rounds, --queues and --rounds at least 1")
     print(f"# bench_idle_snapshot: {' '.join(sys.argv[1:]) or '(defaults)'}; {args.queues} queues, one group, "
           f"the loop thread's CPU per Broker.persist_in_background (medians of {args.rounds})")
-    print(f"{'in flight':>10} {'idle: loop ms':>14} {'written':>8} {'after an ack: loop ms':>22} {'written':>8}")
+    print(f"{'in flight':>10} {'idle: loop ms':>14} {'held ms':>8} {'written':>8} {'after an ack: loop ms':>22} "
+          f"{'held ms':>8} {'written':>8}")
     for in_flight in args.in_flight:
         row = asyncio.run(_case(in_flight, args.queues, args.rounds))
-        print(f"{row['in_flight']:>10,} {row['idle_ms']:>14.2f} {row['idle_written']:>4}/{args.rounds:<3} "
-              f"{row['changed_ms']:>22.2f} {row['changed_written']:>4}/{args.rounds:<3}")
+        print(f"{row['in_flight']:>10,} {row['idle_ms']:>14.2f} {row['idle_held_ms']:>8.1f} {row['idle_written']:>4}/{args.rounds:<3} "
+              f"{row['changed_ms']:>22.2f} {row['changed_held_ms']:>8.1f} {row['changed_written']:>4}/{args.rounds:<3}")
 
 
 if __name__ == "__main__":

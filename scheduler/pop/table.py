@@ -256,14 +256,15 @@ class PopTable:
             self.changes += 1
 
     def to_document(self) -> dict[str, Any]:
-        rows = []
-        for key, state in self.queues.items():
-            row = {"g": key.group, "t": key.topic, "q": key.queue_id, "c": state.commit, "p": state.pop_offset,
-                   "a": sorted(state.acked), "i": list(map(in_flight_json, state.inflight.values()))}
-            if state.reset_seq:
-                row["r"] = state.reset_seq
-            rows.append(row)
-        return {"lastSeq": self.last_seq, "queues": rows}
+        return document_of(self.capture())
+
+    def capture(self) -> "PopCapture":
+        """What the document holds now, in copies made by C calls (160,000 in flight: a few ms):
+        :func:`document_of` turns it into the document later, on any thread, while this table
+        moves on (entries and keys are immutable)."""
+        queues = [(key, state.commit, state.pop_offset, state.reset_seq, set(state.acked), list(state.inflight.values()))
+                  for key, state in self.queues.items()]
+        return PopCapture(self.last_seq, queues)
 
     @classmethod
     def from_document(cls, document: Any) -> "PopTable":
@@ -280,3 +281,27 @@ class PopTable:
         table.expiry.rebuild()
         return table
 
+
+ROW_SLICE = 8192  # in-flight entries turned into lists per C call: the GIL is let go between slices
+
+
+@dataclass(frozen=True)
+class PopCapture:
+    last_seq: int
+    queues: list  # (key, commit, pop offset, reset seq, acked, in-flight entries), copies
+
+
+def document_of(capture: PopCapture) -> dict[str, Any]:
+    """The table's document (popState.json's table part) from a capture: in a worker thread, a
+    large table's rows are made a slice at a time, so the event loop gets the GIL in between."""
+    rows = []
+    for key, commit, pop_offset, reset_seq, acked, entries in capture.queues:
+        flat: list = []
+        for start in range(0, len(entries), ROW_SLICE):
+            flat += map(in_flight_json, entries[start:start + ROW_SLICE])
+        row = {"g": key.group, "t": key.topic, "q": key.queue_id, "c": commit, "p": pop_offset, "a": sorted(acked),
+               "i": flat}
+        if reset_seq:
+            row["r"] = reset_seq
+        rows.append(row)
+    return {"lastSeq": capture.last_seq, "queues": rows}

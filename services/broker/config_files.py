@@ -16,6 +16,9 @@ Rules:
 - Writes of one path land in the order their documents were taken: a snapshot taken on the
   event loop and written later in a worker thread (:func:`snapshot_document`) is skipped when
   a later document of that path was written first, so an older table never overwrites a newer.
+- A :class:`Deferred` document is made where it is written: by :func:`snapshot_document`'s
+  write, in the worker thread (the event loop only copies what it holds), by
+  :func:`write_document` at once.  Its order is still the moment it was handed in.
 """
 from __future__ import annotations
 
@@ -71,31 +74,47 @@ _written: dict[Path, int] = {}       # path -> the order number of the document 
 ROCKETMQ_FILES = frozenset({"topics.json", "subscriptionGroup.json", "consumerOffset.json"})
 
 
+class Deferred:
+    """A document made by ``make()`` when its text is needed (see the module's rules)."""
+
+    __slots__ = ("make",)
+
+    def __init__(self, make: Callable[[], Any]):
+        self.make = make
+
+
 def document_text(path: Path, document: Any) -> str:
     """``document`` as the text of the file at ``path`` (see the module's rules)."""
+    if isinstance(document, Deferred):
+        document = document.make()
     if path.name in ROCKETMQ_FILES:
         return fastjson.dumps(document)
     return orjson.dumps(document, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 def write_document(path: Path, document: Any) -> None:
-    _write_in_order(path, document_text(path, document), next(_taken))
+    text = document_text(path, document)
+    _write_in_order(path, lambda: text, next(_taken))
 
 
 def snapshot_document(path: Path, document: Any) -> Callable[[], None]:
-    """Serialize ``document`` now; return its write, to run later on any thread.  The write
-    is skipped when a document of ``path`` taken after this one was written first."""
-    text, order = document_text(path, document), next(_taken)
-    return lambda: _write_in_order(path, text, order)
+    """Serialize ``document`` now (a :class:`Deferred` one: in the write); return its write, to
+    run later on any thread.  The write is skipped when a document of ``path`` taken after this
+    one was written first."""
+    order = next(_taken)
+    if isinstance(document, Deferred):
+        return lambda: _write_in_order(path, lambda: document_text(path, document), order)
+    text = document_text(path, document)
+    return lambda: _write_in_order(path, lambda: text, order)
 
 
-def _write_in_order(path: Path, text: str, order: int) -> None:
+def _write_in_order(path: Path, text: Callable[[], str], order: int) -> None:
     with _locks_lock:
         lock = _path_locks.setdefault(path, threading.Lock())
     with lock:
         if _written.get(path, 0) > order:
             return
-        write_atomically(path, text)
+        write_atomically(path, text())
         _written[path] = order
 
 

@@ -63,12 +63,13 @@ from services.acting.pop_journal import PopJournal
 from services.broker import requeue
 from services.broker.api import Delivery, FilterType, ReceiveRequest
 from services.broker.config import BrokerConfig
-from services.broker.config_files import Write, read_document, write_document
+from services.broker.config_files import Deferred, Write, read_document, write_document
 from services.broker.groups import GroupManager
 from services.broker.internal_put import put_retrying
 from services.broker.long_poll import AppendNotifier
 from services.broker.pop_log_writer import PopLogWriter
 from services.broker.pop_planner import PopPlanner
+from services.broker.pop_state_file import deferred_document, same_state
 from services.broker.system_log import anchors, cut_below
 from services.broker.offset_keeper import OffsetKeeper
 from services.broker.topics import TopicManager
@@ -199,8 +200,8 @@ class PopService:
         if self.bridge is not None:
             self.data_version = self.data_version.next_version(self.clock.now_ms())
         signature = self._state_signature()
-        if not periodic or self._written is None or not _same_state(signature, self._written):
-            write(self.state_path, self._state_document())
+        if not periodic or self._written is None or not same_state(signature, self._written):
+            write(self.state_path, self._deferred_state_document())
             self._written = signature
         offsets = self.keeper.document_to_persist(self.clock.now_ms())
         if offsets is not None:
@@ -287,11 +288,14 @@ class PopService:
                 self.keeper.commit(commit.topic, commit.group, commit.queue_id, commit.offset, now)
 
     def _state_document(self) -> dict:
-        document = self.table.to_document()
-        document["reviveOffset"] = self.log_offset
-        document["dataVersion"] = self.data_version.to_json()
-        document["anchors"] = anchors(self.store, {REVIVE_TOPIC: self.log_offset})
-        return document
+        return {**self.table.to_document(), **self._state_fields()}
+
+    def _state_fields(self) -> dict:
+        return {"reviveOffset": self.log_offset, "dataVersion": self.data_version.to_json(),
+                "anchors": anchors(self.store, {REVIVE_TOPIC: self.log_offset})}
+
+    def _deferred_state_document(self) -> Deferred:
+        return deferred_document(self.table.capture(), self._state_fields())
 
     def versioned_state(self) -> VersionedDocument:
         """The caught-up pop state (table and log cursor) with its DataVersion, for a hand-over."""
@@ -586,7 +590,3 @@ class PopService:
         self.table.drop_group(group)
         self.keeper.drop_group(group, self.clock.now_ms())
 
-
-def _same_state(a: tuple, b: tuple) -> bool:
-    """Two state signatures of one table object, its change count, log cursor and version."""
-    return a[0] is b[0] and a[1:] == b[1:]

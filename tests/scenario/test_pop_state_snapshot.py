@@ -8,6 +8,8 @@ import json
 import pytest
 
 import services.broker.broker as broker_module
+from metadata import fastjson
+from services.broker.config_files import document_text
 from tests.scenario.test_broker_flows import Harness, _with_topic, run
 
 
@@ -30,7 +32,7 @@ def test_an_unchanged_pop_state_is_not_written_again_and_a_failed_write_is_retri
         assert len(_state(harness)["queues"][0]["i"]) == 3   # the file holds three in flight
 
         writes = []
-        record = lambda path, document: writes.append((path.name, document))  # noqa: E731 - what a snapshot writes
+        record = lambda path, document: writes.append((path.name, fastjson.loads(document_text(path, document))))  # noqa: E731
         broker.pop.persist(record, periodic=True)
         assert writes == []                                   # nothing changed: nothing written
         await broker.ack("G", "T", got[0].message.message_id, got[0].receipt_handle)

@@ -9,9 +9,12 @@ after one ack (the pop state changed): the loop thread's CPU (``time.thread_time
 the worker thread is not counted), the longest the loop was held meanwhile (a task that asks for
 a turn every millisecond: what a call arriving then waits for, the worker thread's GIL included)
 and whether popState.json was written (its mtime in ns).
-Medians of ``--rounds``.
+Medians of ``--rounds``.  With ``--offsets N``, the broker also holds N consumer offsets (groups of
+10 topics x 8 queues, committed as an ack commits them), and one of them moves before each
+changed round: consumerOffset.json is written too.
 
     .venv/bin/python bench/bench_idle_snapshot.py --in-flight 20000 160000 --rounds 5
+    .venv/bin/python bench/bench_idle_snapshot.py --in-flight 1000 --offsets 80000 --rounds 5
 
 Benchmarks print; they never fail on timing.
 """
@@ -68,9 +71,17 @@ async def _timed_snapshot(broker, state: Path) -> tuple[float, bool, float]:
     return spent, state.stat().st_mtime_ns != before, held[0]
 
 
-async def _case(in_flight: int, queues: int, rounds: int) -> dict:
+def _commit_offsets(broker, count: int, offset: int) -> None:
+    keeper, now = broker.pop.keeper, broker.clock.now_ms()
+    for number in range(count):
+        group, rest = divmod(number, 80)
+        keeper.commit(f"topic-{rest // 8}", f"group-{group}", rest % 8, offset, now)
+
+
+async def _case(in_flight: int, queues: int, rounds: int, offsets: int = 0) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         harness, broker, got = await _loaded(Path(tmp), in_flight, queues)
+        _commit_offsets(broker, offsets, 1)
         state = Path(tmp) / "config" / "popState.json"
         await broker.persist_in_background()
         idle, changed, idle_written, changed_written, idle_held, changed_held = [], [], 0, 0, [], []
@@ -80,6 +91,7 @@ async def _case(in_flight: int, queues: int, rounds: int) -> dict:
             idle_held.append(held)
             idle_written += written
             await broker.ack("G", "T", got[number].message.message_id, got[number].receipt_handle)
+            _commit_offsets(broker, min(offsets, 1), 2 + number)
             spent, written, held = await _timed_snapshot(broker, state)
             changed.append(spent)
             changed_held.append(held)
@@ -95,15 +107,17 @@ def main() -> None:
     parser.add_argument("--in-flight", type=int, nargs="+", default=[20_000, 160_000])
     parser.add_argument("--queues", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--offsets", type=int, default=0, help="consumer offsets held besides (0: only the group's own)")
     args = parser.parse_args()
-    if min(args.in_flight) < args.rounds or args.queues < 1 or args.rounds < 1:
+    if min(args.in_flight) < args.rounds or args.queues < 1 or args.rounds < 1 or args.offsets < 0:
         parser.error("--in-flight must be at least --rounds, --queues and --rounds at least 1")
     print(f"# bench_idle_snapshot: {' '.join(sys.argv[1:]) or '(defaults)'}; {args.queues} queues, one group, "
-          f"the loop thread's CPU per Broker.persist_in_background (medians of {args.rounds})")
+          f"{args.offsets} more consumer offsets; the loop thread's CPU per Broker.persist_in_background "
+          f"(medians of {args.rounds})")
     print(f"{'in flight':>10} {'idle: loop ms':>14} {'held ms':>8} {'written':>8} {'after an ack: loop ms':>22} "
           f"{'held ms':>8} {'written':>8}")
     for in_flight in args.in_flight:
-        row = asyncio.run(_case(in_flight, args.queues, args.rounds))
+        row = asyncio.run(_case(in_flight, args.queues, args.rounds, args.offsets))
         print(f"{row['in_flight']:>10,} {row['idle_ms']:>14.2f} {row['idle_held_ms']:>8.1f} {row['idle_written']:>4}/{args.rounds:<3} "
               f"{row['changed_ms']:>22.2f} {row['changed_held_ms']:>8.1f} {row['changed_written']:>4}/{args.rounds:<3}")
 

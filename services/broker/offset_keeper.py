@@ -3,11 +3,12 @@
 Rules (reference section 3, and the lesson of upstream #9711):
 - :meth:`OffsetKeeper.commit` counts commits in a per-process counter (it restarts at 0);
   every ``consumerOffsetUpdateVersionStep``-th commit bumps the DataVersion.
-- :meth:`OffsetKeeper.document_to_persist` and :meth:`OffsetKeeper.versioned_table` (the
+- :meth:`OffsetKeeper.table_to_persist` and :meth:`OffsetKeeper.versioned_table` (the
   copy a replica hands to its peers) also bump the DataVersion when offsets changed since the
   last bump, so a replica's DataVersion always moves when its offsets move and two copies
-  with one DataVersion hold the same offsets.  ``document_to_persist`` returns None when
-  nothing changed since the last write (no write needed).
+  with one DataVersion hold the same offsets.  ``table_to_persist`` returns None when
+  nothing changed since the last write (no write needed); the table is immutable, so its
+  document and text can be made later, in a snapshot's worker thread.
 - :meth:`OffsetKeeper.adopt` takes a peer's table with its DataVersion as it is (the caller
   decides and writes the file first); the adopted table counts as written.
 - :meth:`OffsetKeeper.write` sets offsets with the DataVersion an admin write decided
@@ -18,7 +19,7 @@ Pure: time is an argument, the driver does the file write.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Mapping
 
 from metadata.consumer_offsets import ConsumerOffsetTable
 from metadata.data_version import DataVersion, UpdateStep
@@ -74,11 +75,11 @@ class OffsetKeeper:
             self._unversioned = False
         return self.table
 
-    def document_to_persist(self, now_ms: int) -> dict[str, Any] | None:
+    def table_to_persist(self, now_ms: int) -> ConsumerOffsetTable | None:
         if not self._dirty:
             return None
         self._dirty = False
-        return self.versioned_table(now_ms).to_document()
+        return self.versioned_table(now_ms)
 
     def write(self, offsets: Mapping[tuple[str, str, int], int], data_version: DataVersion) -> None:
         self.table = self.table.with_offsets(offsets, data_version)

@@ -203,9 +203,9 @@ class PopService:
         if not periodic or self._written is None or not same_state(signature, self._written):
             write(self.state_path, self._deferred_state_document())
             self._written = signature
-        offsets = self.keeper.document_to_persist(self.clock.now_ms())
-        if offsets is not None:
-            write(self.offset_path, offsets)
+        offsets = self.keeper.table_to_persist(self.clock.now_ms())
+        if offsets is not None:  # 80,000 offsets: 85 ms of text, made in the snapshot's worker thread
+            write(self.offset_path, Deferred(offsets.to_document))
 
     def adopt_offsets(self, remote: ConsumerOffsetTable, direction: SyncDirection = SyncDirection.FROM_MASTER) -> Adoption:
         """Take a peer's offset table with its DataVersion when ``decide_adoption`` says so;

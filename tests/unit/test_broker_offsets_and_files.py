@@ -1,7 +1,8 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metadata.consumer_offsets import loads
+from metadata.consumer_offsets import ConsumerOffsetTable, OffsetKey, loads
+from metadata.data_version import DataVersion
 from services.broker.config_files import read_document, write_document
 from services.broker.dedupe import SendDedupe
 from services.broker.offset_keeper import OffsetKeeper
@@ -19,20 +20,20 @@ def test_version_bumps_every_step_commits():
 def test_persist_with_changed_offsets_always_moves_the_version():
     keeper = OffsetKeeper(version_step=500)
     keeper.commit("T", "G", 0, 1, now_ms=1)
-    document = keeper.document_to_persist(now_ms=10)
+    document = keeper.table_to_persist(now_ms=10).to_document()
     assert document["dataVersion"]["counter"] == 1
-    assert keeper.document_to_persist(now_ms=20) is None  # nothing changed: no write, no bump
+    assert keeper.table_to_persist(now_ms=20) is None  # nothing changed: no write, no bump
     keeper.commit("T", "G", 0, 2, now_ms=30)
-    assert keeper.document_to_persist(now_ms=40)["dataVersion"]["counter"] == 2
+    assert keeper.table_to_persist(now_ms=40).to_document()["dataVersion"]["counter"] == 2
 
 
 def test_atomic_file_falls_back_to_bak(tmp_path):
     path = tmp_path / "config" / "consumerOffset.json"
     keeper = OffsetKeeper(1)
     keeper.commit("T", "G", 0, 5, 1)
-    write_document(path, keeper.document_to_persist(2))
+    write_document(path, keeper.table_to_persist(2).to_document())
     keeper.commit("T", "G", 0, 6, 3)
-    write_document(path, keeper.document_to_persist(4))
+    write_document(path, keeper.table_to_persist(4).to_document())
     text = path.read_text()
     assert "{0:6}" in text.replace("\t", "").replace("\n", "").replace(" ", "")
     path.write_text("{corrupt")
@@ -99,3 +100,21 @@ def test_dedupe_answers_within_its_bounds(events, max_entries, window, idle):
             elif max_entries:
                 assert now - at > window or step - outcome >= generation, (t, m, at, now)
         assert len(dedupe) <= 2 * generation if max_entries else len(dedupe) == 0
+
+
+@given(st.lists(st.dictionaries(st.tuples(st.sampled_from(["T", "U"]), st.sampled_from(["G", "H", "I"]), st.integers(0, 3)),
+                                st.integers(0, 10**12), max_size=6), max_size=5))
+def test_folding_commits_gives_the_table_built_whole_and_leaves_every_earlier_table_as_it_was(batches):
+    """ConsumerOffsetTable.with_offsets shares unchanged keys with the old table: each table in the
+    chain equals one built from scratch from every commit up to it, and stays so afterwards."""
+    table, merged, chain = ConsumerOffsetTable(), {}, []
+    for number, updates in enumerate(batches):
+        table = table.with_offsets(updates, DataVersion(counter=number + 1))
+        merged = {**merged, **updates}
+        whole = {}
+        for (topic, group, queue_id), offset in merged.items():
+            whole.setdefault(OffsetKey(topic, group), {})[queue_id] = offset
+        chain.append((table, ConsumerOffsetTable(DataVersion(counter=number + 1), whole), dict(merged)))
+    for table, expected, merged in chain:
+        assert table == expected and table.to_document() == expected.to_document()
+        assert {(t, g, q): o for t, g, q, o in table.rows()} == merged

@@ -105,9 +105,9 @@ def test_offset_keeper_versions_every_change_before_handing_the_table_out():
     handed = keeper.versioned_table(now_ms=20)
     assert handed.data_version == DataVersion(0, 20, 1)
     assert keeper.versioned_table(now_ms=30) is handed  # nothing moved: same version
-    assert keeper.document_to_persist(now_ms=40)["dataVersion"]["counter"] == 1  # still written, not bumped again
+    assert keeper.table_to_persist(now_ms=40).to_document()["dataVersion"]["counter"] == 1  # still written, not bumped again
     keeper.adopt(ConsumerOffsetTable(V3))
-    assert keeper.document_to_persist(now_ms=50) is None and keeper.versioned_table(60).data_version == V3
+    assert keeper.table_to_persist(now_ms=50) is None and keeper.versioned_table(60).data_version == V3
 
 
 # ---- the wire form (services/admin/replica_converters.py) ----------------------------------------

@@ -77,6 +77,7 @@ class AdoptReason(str, Enum):
 class KeepReason(str, Enum):
     SAME_VERSION = "SAME_VERSION"
     LOCAL_NEWER = "LOCAL_NEWER"
+    CHANGED_MEANWHILE = "CHANGED_MEANWHILE"  # the local table moved while the adopted one was written
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ class OffsetKeeper:
         self._pending: dict[tuple[str, str, int], int] = {}
         self._pending_version: DataVersion | None = None
         self._dirty = False  # changed since the last write
+        self.taken = 0  # tables handed out by table_to_persist: a write of this keeper's own is on its way
         self._unversioned = False  # changed since the last DataVersion bump
 
     @property
@@ -79,6 +80,7 @@ class OffsetKeeper:
         if not self._dirty:
             return None
         self._dirty = False
+        self.taken += 1
         return self.versioned_table(now_ms)
 
     def write(self, offsets: Mapping[tuple[str, str, int], int], data_version: DataVersion) -> None:
@@ -98,6 +100,14 @@ class OffsetKeeper:
         self._dirty = True
         self._unversioned = False
         return True
+
+    def holds(self, table: ConsumerOffsetTable) -> bool:
+        """Whether the offsets are ``table``'s still: no commit, write or adoption since."""
+        return self._table is table and not self._pending
+
+    def mark_unwritten(self) -> None:
+        """The file may hold another table than this: the next snapshot writes this one."""
+        self._dirty = True
 
     def adopt(self, table: ConsumerOffsetTable) -> None:
         self.table = table

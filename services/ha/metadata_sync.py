@@ -29,13 +29,13 @@ from types import MappingProxyType
 from typing import Awaitable, Callable, Mapping, Union
 
 from metadata.data_version import DataVersion
-from metadata.replica_metadata import MASTER_ID, Adopt, Adoption, SyncDirection, check_master_reply
+from metadata.replica_metadata import MASTER_ID, Adopt, Adoption, check_master_reply
 from proto import admin_pb2 as pb
 from scheduler.clock import Clock
 from scheduler.periodic import PeriodicTasks
 from services.admin.client import AdminClient, AdminRejected, AdminUnavailable, Credentials
 from services.admin.replica_converters import BadReplicaReply, held_to_proto, replica_metadata_from_proto
-from services.broker.replica_metadata import adopt, snapshot
+from services.broker.replica_metadata import follow_master, snapshot
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +170,7 @@ class MetadataSync:
         await self.broker.catch_up_in_steps()  # adopting compares caught-up tables: a rebuild, in steps
         if self.broker.role != "SLAVE":  # promoted while we were asking
             return SyncReport(SyncOutcome.SKIPPED, now, address, SyncProblem.NOT_A_SLAVE)
-        decisions = adopt(self.broker, metadata, SyncDirection.FROM_MASTER)
+        decisions = await follow_master(self.broker, metadata)
         return SyncReport(SyncOutcome.SYNCED, now, address, decisions=decisions)
 
     async def _client_for(self, address: str) -> AdminClient:

@@ -20,12 +20,12 @@ import asyncio
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.bench_idle_snapshot import loop_held  # noqa: E402
 from metadata.consumer_offsets import ConsumerOffsetTable, OffsetKey  # noqa: E402
 from metadata.data_version import DataVersion  # noqa: E402
 from metadata.replica_metadata import ReplicaMetadata, SyncDirection  # noqa: E402
@@ -39,25 +39,6 @@ def _offsets(count: int, counter: int) -> ConsumerOffsetTable:
         group, rest = divmod(number, 80)
         table.setdefault(OffsetKey(f"topic-{rest // 8}", f"group-{group}"), {})[rest % 8] = 1_000 + (number == 0) * counter
     return ConsumerOffsetTable(DataVersion(counter=counter), table)
-
-
-async def _held(work) -> tuple[float, float]:
-    """The loop thread's CPU of ``work`` and the longest the loop was held meanwhile."""
-    held, running = [0.0], [True]
-
-    async def ticker():
-        while running[0]:
-            asked = time.perf_counter()
-            await asyncio.sleep(0.001)
-            held[0] = max(held[0], time.perf_counter() - asked - 0.001)
-    watch = asyncio.create_task(ticker())
-    await asyncio.sleep(0)
-    began = time.thread_time()
-    await work()
-    spent = time.thread_time() - began
-    running[0] = False
-    await watch
-    return spent, held[0]
 
 
 async def _case(count: int, rounds: int) -> dict:
@@ -74,7 +55,7 @@ async def _case(count: int, rounds: int) -> dict:
                     work = lambda: asyncio.sleep(0, replica_metadata.adopt(broker, master, SyncDirection.FROM_MASTER))  # noqa: E731
                 else:
                     work = lambda: replica_metadata.follow_master(broker, master)  # noqa: E731
-                figures[way].append(await _held(work))
+                figures[way].append(await loop_held(work))
         await harness.stop()
     return {way: (1e3 * statistics.median(c for c, _ in runs), 1e3 * statistics.median(h for _, h in runs))
             for way, runs in figures.items()}

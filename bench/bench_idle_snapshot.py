@@ -51,12 +51,12 @@ async def _loaded(folder: Path, in_flight: int, queues: int):
     return harness, broker, got
 
 
-async def _timed_snapshot(broker, state: Path) -> tuple[float, bool, float]:
-    """The loop thread's CPU, whether the file was written, and the longest the loop was held."""
-    before = state.stat().st_mtime_ns if state.exists() else 0
+async def loop_held(work) -> tuple[float, float]:
+    """The loop thread's CPU of ``await work()`` and the longest the loop was held meanwhile: a
+    task asks for a turn every millisecond (what a call arriving then waits for)."""
     held, running = [0.0], [True]
 
-    async def ticker():  # what a call arriving meanwhile waits for
+    async def ticker():
         while running[0]:
             asked = time.perf_counter()
             await asyncio.sleep(0.001)
@@ -64,11 +64,18 @@ async def _timed_snapshot(broker, state: Path) -> tuple[float, bool, float]:
     watch = asyncio.create_task(ticker())
     await asyncio.sleep(0)
     began = time.thread_time()
-    await broker.persist_in_background()
+    await work()
     spent = time.thread_time() - began
     running[0] = False
     await watch
-    return spent, state.stat().st_mtime_ns != before, held[0]
+    return spent, held[0]
+
+
+async def _timed_snapshot(broker, state: Path) -> tuple[float, bool, float]:
+    """The loop thread's CPU, whether the file was written, and the longest the loop was held."""
+    before = state.stat().st_mtime_ns if state.exists() else 0
+    spent, held = await loop_held(broker.persist_in_background)
+    return spent, state.stat().st_mtime_ns != before, held
 
 
 def _commit_offsets(broker, count: int, offset: int) -> None:

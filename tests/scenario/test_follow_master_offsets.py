@@ -26,6 +26,16 @@ def _master(broker, counter: int, offset: int) -> ReplicaMetadata:
     return ReplicaMetadata("broker-a", 0, "MASTER", held.topics, held.groups, offsets, held.timer_checkpoint)
 
 
+async def _follow_with(broker, write_thread, master: ReplicaMetadata) -> dict:
+    """follow_master with its worker-thread write run through ``write_thread(real, function)``."""
+    real = asyncio.to_thread
+    replica_metadata.to_thread = lambda function: write_thread(real, function)
+    try:
+        return await replica_metadata.follow_master(broker, master)
+    finally:
+        replica_metadata.to_thread = real
+
+
 def _file(harness) -> dict:
     """consumerOffset.json as (queue id -> offset) of T@G."""
     table = loads((harness.tmp_path / "config" / "consumerOffset.json").read_bytes())
@@ -58,16 +68,11 @@ def test_offsets_that_moved_while_the_file_was_written_are_kept_and_written_next
     async def scenario():
         broker = await harness.start()
         keeper = broker.pop.keeper
-        real = asyncio.to_thread
 
-        async def promoted_meanwhile(function, *args):   # a commit lands while the worker thread writes
+        async def commit_meanwhile(real, function):   # a commit lands while the worker thread writes
             keeper.commit("T", "G", 0, 7, broker.clock.now_ms())
-            return await real(function, *args)
-        replica_metadata.to_thread = promoted_meanwhile
-        try:
-            decisions = await replica_metadata.follow_master(broker, _master(broker, 9, 100))
-        finally:
-            replica_metadata.to_thread = real
+            return await real(function)
+        decisions = await _follow_with(broker, commit_meanwhile, _master(broker, 9, 100))
         assert decisions["offsets"] == Keep(KeepReason.CHANGED_MEANWHILE, decisions["offsets"].local_version,
                                             DataVersion(counter=9))
         assert keeper.get("T", "G", 0) == 7                  # this broker's commit, not the master's 100
@@ -83,17 +88,12 @@ def test_a_snapshot_taken_while_the_file_was_written_does_not_leave_the_file_beh
         broker = await harness.start()
         keeper = broker.pop.keeper
         keeper.commit("T", "G", 0, 3, broker.clock.now_ms())  # a table of its own, not yet written
-        real = asyncio.to_thread
 
-        async def snapshot_meanwhile(function, *args):     # the periodic snapshot takes the old table then
-            written = await real(function, *args)
+        async def snapshot_meanwhile(real, function):     # the periodic snapshot takes the old table then
+            written = await real(function)
             await broker.persist_in_background()
             return written
-        replica_metadata.to_thread = snapshot_meanwhile
-        try:
-            decisions = await replica_metadata.follow_master(broker, _master(broker, 11, 100))
-        finally:
-            replica_metadata.to_thread = real
+        decisions = await _follow_with(broker, snapshot_meanwhile, _master(broker, 11, 100))
         assert isinstance(decisions["offsets"], Adopt) and keeper.get("T", "G", 0) == 100
         await broker.persist_in_background()
         assert _file(harness) == {0: 100, 1: 100}      # the adopted table, not the old one the snapshot took
